@@ -1,0 +1,9 @@
+// Module entry: the magic block and load-time initialisation.
+#include "pg/pg.hpp"
+
+extern "C" {
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+void _PG_init(void) {}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs, idempotently, every Debian package the build, the tests and the demo
+# need. Nothing is installed when everything already is.
+set -euo pipefail
+
+PACKAGES=(
+    make g++ clang libclang-rt-14-dev clang-format
+    postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
+    libgtest-dev valgrind libipc-run-perl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "installing: ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
