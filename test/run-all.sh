@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Runs every suite and ends with one line: "N passed, N failed".
+#
+#   build      the extension with -Wall -Wextra -Werror, installed
+#   unit       GoogleTest: the server-free core
+#   fuzz       libFuzzer: the token parser, bounded run
+#   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
+#   integration GoogleTest + libpq against the same scratch cluster
+#
+# Each test case counts once: a pg_regress or isolation test file, a GoogleTest
+# TEST, a fuzz run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+LOGDIR=$ROOT/build/test-logs
+mkdir -p "$LOGDIR"
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+passed=0
+failed=0
+failures=()
+
+record() {  # record SUITE PASSED FAILED
+    passed=$((passed + $2))
+    failed=$((failed + $3))
+    [ "$3" -gt 0 ] && failures+=("$1")
+    echo "== $1: $2 passed, $3 failed"
+}
+
+count_gtest() {  # count_gtest SUITE LOGFILE EXIT
+    local ok bad
+    ok=$(grep -c '^\[       OK \]' "$2")
+    bad=$(grep -oE '^\[  FAILED  \] [A-Za-z0-9_/]+\.[A-Za-z0-9_/]+' "$2" | sort -u | wc -l)
+    # A crash before the summary still counts as a failure.
+    if [ "$3" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    record "$1" "$ok" "$bad"
+}
+
+echo "== build"
+if make -s clean >/dev/null && make -s WERROR=-Werror >"$LOGDIR/build.log" 2>&1 &&
+    $SUDO make -s install >>"$LOGDIR/build.log" 2>&1; then
+    record build 1 0
+else
+    cat "$LOGDIR/build.log"
+    record build 0 1
+    echo "$passed passed, $failed failed"
+    exit 1
+fi
+
+echo "== unit"
+make -s -C test/unit check >"$LOGDIR/unit.log" 2>&1
+count_gtest unit "$LOGDIR/unit.log" $?
+
+echo "== fuzz"
+if make -s -C test/fuzz run FUZZ_SECONDS="${FUZZ_SECONDS:-30}" >"$LOGDIR/fuzz.log" 2>&1; then
+    record fuzz 1 0
+else
+    tail -40 "$LOGDIR/fuzz.log"
+    record fuzz 0 1
+fi
+
+echo "== scratch cluster"
+test/cluster.sh stop
+trap 'test/cluster.sh stop' EXIT
+test/cluster.sh start
+eval "$(test/cluster.sh env)"
+
+echo "== installcheck"
+make -s installcheck >"$LOGDIR/installcheck.log" 2>&1
+rc=$?
+ok=$(grep -cE '^(test| ) *[A-Za-z0-9_-]+ +\.\.\. ok' "$LOGDIR/installcheck.log")
+bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
+if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+[ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
+record installcheck "$ok" "$bad"
+
+if [ -d test/integration ]; then
+    echo "== integration"
+    make -s -C test/integration check >"$LOGDIR/integration.log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && tail -60 "$LOGDIR/integration.log"
+    count_gtest integration "$LOGDIR/integration.log" $rc
+fi
+
+[ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
