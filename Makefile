@@ -13,7 +13,7 @@ MODULE_big = fencing
 DATA = $(wildcard sql/fencing--*.sql)
 PGFILEDESC = "fencing - fencing tokens enforced by PostgreSQL"
 
-CORE_SRCS = src/core/token.cpp
+CORE_SRCS = $(wildcard src/core/*.cpp)
 PG_SRCS = $(wildcard src/pg/*.cpp)
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 

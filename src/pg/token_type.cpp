@@ -2,7 +2,7 @@
 // reuse PostgreSQL's own int8 functions (see sql/fencing--1.0.sql): the
 // representation is the same by-value int64.
 #include "core/token.hpp"
-#include "pg/guard.hpp"
+#include "pg/boundary.hpp"
 #include "pg/token_type.hpp"
 
 namespace fencing::pg {

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdio>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -55,14 +58,6 @@ std::string Format(Token value) {
     EXPECT_LT(n, kTokenTextCapacity);
     EXPECT_EQ(buf[n], '\0');
     return std::string(buf, n);
-}
-
-// ---------------------------------------------------------------------------
-// Constants
-
-TEST(TokenConstants, MaxTokenIsInt64Max) {
-    EXPECT_EQ(kMaxToken, kInt64Max);
-    EXPECT_EQ(kTokenTextCapacity, std::string("9223372036854775807").size() + 1);
 }
 
 // ---------------------------------------------------------------------------
@@ -195,9 +190,7 @@ TEST(ParseTokenWhitespace, RejectsInternalWhitespace) {
 }
 
 TEST(ParseTokenWhitespace, RejectsNonAsciiWhitespace) {
-    EXPECT_TRUE(
-        IsSyntaxError("\xC2\xA0"
-                      "34"));  // U+00A0 NO-BREAK SPACE
+    EXPECT_TRUE(IsSyntaxError(std::string("\xC2\xA0") + "34"));  // U+00A0 NO-BREAK SPACE
     EXPECT_TRUE(IsSyntaxError("34\xA0"));
 }
 
@@ -249,12 +242,9 @@ TEST(ParseTokenSyntax, SyntaxIsJudgedBeforeRange) {
 TEST(ParseTokenSyntax, RejectsEmbeddedNul) {
     EXPECT_TRUE(IsSyntaxError("\0"sv));
     EXPECT_TRUE(IsSyntaxError("1\0"sv));
-    EXPECT_TRUE(
-        IsSyntaxError("\0"
-                      "1"sv));
-    EXPECT_TRUE(
-        IsSyntaxError("12\0"
-                      "34"sv));
+    EXPECT_TRUE(IsSyntaxError(std::string(1, '\0') + "1"));
+    EXPECT_TRUE(IsSyntaxError("12" + std::string(1, '\0') + "34"));
+    EXPECT_TRUE(IsSyntaxError("0x" + std::string(1, '\0') + "1"));
     EXPECT_TRUE(IsSyntaxError("0x1\0"sv));
     EXPECT_TRUE(IsSyntaxError(" 34 \0"sv));
 }
@@ -264,11 +254,6 @@ TEST(ParseTokenSyntax, ReadsOnlyTheGivenViewLength) {
     const char text[] = "12345junk";
     EXPECT_TRUE(ParsesTo(std::string_view(text, 5), 12345));
     EXPECT_TRUE(ParsesTo(std::string_view(text, 1), 1));
-}
-
-TEST(ParseTokenSyntax, ValueIsZeroOnFailure) {
-    EXPECT_EQ(ParseToken("abc").value, 0);
-    EXPECT_EQ(ParseToken("9223372036854775808").value, 0);
 }
 
 // ---------------------------------------------------------------------------
@@ -285,6 +270,8 @@ TEST(FormatToken, FormatsEdgeValues) {
 }
 
 TEST(FormatToken, MaxTokenFillsCapacityExactly) {
+    EXPECT_EQ(kMaxToken, kInt64Max);
+    EXPECT_EQ(kTokenTextCapacity, std::string("9223372036854775807").size() + 1);
     char buf[kTokenTextCapacity + 4];
     std::fill(std::begin(buf), std::end(buf), '#');
     std::size_t n = FormatToken(kMaxToken, buf);
@@ -326,8 +313,11 @@ TEST(FormatToken, RoundTripsPseudoRandomValues) {
 TEST(FormatToken, OutputHasNoLeadingZerosOrSpaces) {
     std::mt19937_64 rng(42);
     for (int i = 0; i < 1000; ++i) {
-        const Token v = static_cast<Token>(rng() >> 1) + 1 - 1;
-        const std::string s = Format(v == 0 ? 1 : v);
+        const unsigned shift = 1 + static_cast<unsigned>(rng() % 63);
+        const Token v = static_cast<Token>(rng() >> shift);
+        const std::string s = Format(v);
+        if (v == 0)
+            continue;
         ASSERT_FALSE(s.empty());
         ASSERT_NE(s.front(), '0') << s;
         for (char c : s) ASSERT_TRUE(c >= '0' && c <= '9') << s;
