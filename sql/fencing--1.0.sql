@@ -156,3 +156,162 @@ COMMENT ON FUNCTION @extschema@.fencing_token_from_zxid(pg_catalog.int8, pg_cata
 -- The extension's own state lives in its own schema, out of the user's way.
 CREATE SCHEMA fencing;
 REVOKE ALL ON SCHEMA fencing FROM PUBLIC;
+
+----------------------------------------------------------------------------
+-- Protected tables and durable high-water marks (HWMs).
+----------------------------------------------------------------------------
+
+-- One row per protected table: the single source of truth for its policy.
+-- Dumped by pg_dump; restoring a row re-installs the table's guard triggers.
+CREATE TABLE fencing.protected (
+    relid pg_catalog.regclass PRIMARY KEY,
+    token_column pg_catalog.name NOT NULL,
+    scope pg_catalog.text NOT NULL DEFAULT 'row'
+        CHECK (scope OPERATOR(pg_catalog.=) ANY (ARRAY['row', 'resource', 'table'])),
+    resource_column pg_catalog.name,
+    resource_namespace pg_catalog.text,
+    on_stale pg_catalog.text NOT NULL DEFAULT 'error'
+        CHECK (on_stale OPERATOR(pg_catalog.=) ANY (ARRAY['error', 'skip'])),
+    strict pg_catalog.bool NOT NULL DEFAULT false,
+    require_token pg_catalog.bool NOT NULL DEFAULT false,
+    CHECK ((scope OPERATOR(pg_catalog.=) 'resource') OPERATOR(pg_catalog.=)
+           (resource_column IS NOT NULL AND resource_namespace IS NOT NULL))
+);
+
+-- Resource scope: one HWM per (namespace, resource value), shared by every
+-- table protected with the same namespace.
+CREATE TABLE fencing.resource_hwm (
+    namespace pg_catalog.text NOT NULL,
+    resource pg_catalog.text NOT NULL,
+    hwm pg_catalog.int8 NOT NULL CHECK (hwm OPERATOR(pg_catalog.>=) 0),
+    PRIMARY KEY (namespace, resource)
+);
+
+-- Table scope: one HWM per table.
+CREATE TABLE fencing.table_hwm (
+    relid pg_catalog.regclass PRIMARY KEY,
+    hwm pg_catalog.int8 NOT NULL CHECK (hwm OPERATOR(pg_catalog.>=) 0)
+);
+
+-- Row scope: the HWM a deleted row leaves under its primary key. The key is
+-- the hex of each key column's binary send form, in index order.
+CREATE TABLE fencing.row_tombstone (
+    relid pg_catalog.regclass NOT NULL,
+    key pg_catalog.text[] NOT NULL,
+    hwm pg_catalog.int8 NOT NULL CHECK (hwm OPERATOR(pg_catalog.>=) 0),
+    PRIMARY KEY (relid, key)
+);
+
+-- Every fencing_reset(): who lowered which HWM, from what, when.
+CREATE TABLE fencing.reset_log (
+    reset_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    reset_by pg_catalog.name NOT NULL DEFAULT CURRENT_USER,
+    target pg_catalog.text NOT NULL,
+    key pg_catalog.text,
+    old_hwm pg_catalog.int8
+);
+
+SELECT pg_catalog.pg_extension_config_dump('fencing.protected', '');
+SELECT pg_catalog.pg_extension_config_dump('fencing.resource_hwm', '');
+SELECT pg_catalog.pg_extension_config_dump('fencing.table_hwm', '');
+SELECT pg_catalog.pg_extension_config_dump('fencing.row_tombstone', '');
+SELECT pg_catalog.pg_extension_config_dump('fencing.reset_log', '');
+
+-- The guard: a BEFORE ROW trigger function, installed by the extension as an
+-- internal trigger named zz_fencing_guard on each protected table (or leaf).
+CREATE FUNCTION fencing.guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_guard' LANGUAGE C;
+
+-- Restore: a dumped policy row may meet the row that auto-protection wrote
+-- when CREATE TABLE was replayed; the dumped one wins.
+CREATE FUNCTION fencing.protected_upsert() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    UPDATE fencing.protected
+       SET token_column = NEW.token_column, scope = NEW.scope,
+           resource_column = NEW.resource_column,
+           resource_namespace = NEW.resource_namespace,
+           on_stale = NEW.on_stale, "strict" = NEW."strict",
+           require_token = NEW.require_token
+     WHERE relid = NEW.relid;
+    IF FOUND THEN
+        RETURN NULL;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER protected_upsert BEFORE INSERT ON fencing.protected
+    FOR EACH ROW EXECUTE FUNCTION fencing.protected_upsert();
+
+CREATE FUNCTION fencing.protected_sync() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_protected_sync' LANGUAGE C;
+CREATE TRIGGER protected_sync AFTER INSERT OR UPDATE OR DELETE ON fencing.protected
+    FOR EACH ROW EXECUTE FUNCTION fencing.protected_sync();
+-- Fire in replica mode too (session_replication_role = replica restores).
+ALTER TABLE fencing.protected ENABLE ALWAYS TRIGGER protected_upsert;
+ALTER TABLE fencing.protected ENABLE ALWAYS TRIGGER protected_sync;
+
+CREATE FUNCTION @extschema@.fencing_protect(
+        target pg_catalog.regclass,
+        token_column pg_catalog.name DEFAULT NULL,
+        scope pg_catalog.text DEFAULT 'row',
+        resource_column pg_catalog.name DEFAULT NULL,
+        resource_namespace pg_catalog.text DEFAULT NULL,
+        on_stale pg_catalog.text DEFAULT 'error',
+        strict pg_catalog.bool DEFAULT false,
+        require_token pg_catalog.bool DEFAULT false)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_protect' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_protect(pg_catalog.regclass, pg_catalog.name, pg_catalog.text,
+        pg_catalog.name, pg_catalog.text, pg_catalog.text, pg_catalog.bool, pg_catalog.bool) IS
+    'fences a table: writes whose token is below the high-water mark are rejected (owner only)';
+
+CREATE FUNCTION @extschema@.fencing_unprotect(target pg_catalog.regclass)
+    RETURNS pg_catalog.bool AS 'MODULE_PATHNAME', 'fencing_unprotect' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_unprotect(pg_catalog.regclass) IS
+    'removes a table''s fencing; its high-water marks are kept (owner only)';
+
+CREATE VIEW @extschema@.fencing_protected AS
+    SELECT p.relid AS table_name, p.token_column, p.scope, p.resource_column,
+           p.resource_namespace, p.on_stale, p.strict, p.require_token
+      FROM fencing.protected p
+     WHERE pg_catalog.has_table_privilege(p.relid, 'SELECT');
+GRANT SELECT ON @extschema@.fencing_protected TO PUBLIC;
+
+-- DDL hooks: auto-protection, renames, dropped columns, partitions, drops.
+CREATE FUNCTION fencing.on_table_ddl(pg_catalog.oid) RETURNS void
+    AS 'MODULE_PATHNAME', 'fencing_on_table_ddl' LANGUAGE C STRICT;
+REVOKE ALL ON FUNCTION fencing.on_table_ddl(pg_catalog.oid) FROM PUBLIC;
+
+-- Event trigger functions cannot be called directly, so SECURITY DEFINER here
+-- only lets the hook read and write the extension's own tables.
+CREATE FUNCTION fencing.on_ddl_command_end() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    cmd record;
+BEGIN
+    FOR cmd IN SELECT * FROM pg_event_trigger_ddl_commands()
+               WHERE object_type IN ('table', 'table column')
+    LOOP
+        PERFORM fencing.on_table_ddl(cmd.objid);
+    END LOOP;
+END $$;
+
+CREATE FUNCTION fencing.on_sql_drop() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    dropped record;
+BEGIN
+    FOR dropped IN SELECT * FROM pg_event_trigger_dropped_objects()
+                   WHERE object_type = 'table' AND objsubid = 0
+    LOOP
+        DELETE FROM fencing.protected WHERE relid = dropped.objid;
+        DELETE FROM fencing.table_hwm WHERE relid = dropped.objid;
+        DELETE FROM fencing.row_tombstone WHERE relid = dropped.objid;
+    END LOOP;
+END $$;
+
+CREATE EVENT TRIGGER fencing_ddl_command_end ON ddl_command_end
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE TABLE AS', 'SELECT INTO')
+    EXECUTE FUNCTION fencing.on_ddl_command_end();
+CREATE EVENT TRIGGER fencing_sql_drop ON sql_drop
+    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
+    EXECUTE FUNCTION fencing.on_sql_drop();

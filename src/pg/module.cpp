@@ -1,4 +1,5 @@
 // Module entry: the magic block and load-time initialisation.
+#include "pg/guc.hpp"
 #include "pg/pg.hpp"
 
 extern "C" {
@@ -6,4 +7,4 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
-void _PG_init(void) {}
+void _PG_init(void) { fencing::pg::DefineSettings(); }

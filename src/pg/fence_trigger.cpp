@@ -1,0 +1,260 @@
+// fencing.guard(): the BEFORE ROW trigger installed on every protected table
+// (or, for a partitioned table, on every leaf partition). It covers every
+// write path that fires row triggers: INSERT (with ON CONFLICT DO UPDATE),
+// UPDATE, DELETE, MERGE and COPY FROM.
+//
+// Row scope needs no extra statement on UPDATE and DELETE: PostgreSQL locks
+// the old row (re-reading its newest version under READ COMMITTED, through
+// EvalPlanQual) before BEFORE ROW triggers run, so the token in OLD is the
+// row's committed HWM and stays so until this transaction ends.
+#include "core/policy.hpp"
+#include "pg/boundary.hpp"
+#include "pg/errors.hpp"
+#include "pg/guc.hpp"
+#include "pg/hwm_store.hpp"
+#include "pg/row_key.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/sysattr.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "nodes/bitmapset.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+enum class RowEvent { kInsert, kUpdate, kDelete };
+
+struct GuardContext {
+    TriggerData *trigger;
+    Relation rel;
+    Policy policy;
+    const char *name_space;  // resource scope
+    RowEvent event;
+    HeapTuple old_row;  // UPDATE, DELETE
+    HeapTuple new_row;  // INSERT, UPDATE
+};
+
+[[noreturn]] void BadGuard(Relation rel, const char *why) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("fencing guard on table \"%s\" is invalid: %s",
+                           RelationGetRelationName(rel), why),
+                    errhint("Run fencing_protect() on the table again.")));
+    pg_unreachable();
+}
+
+bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
+    bool isnull;
+    Datum d = heap_getattr(row, attnum, desc, &isnull);
+    if (isnull) return false;
+    *out = DatumGetInt64(d);
+    return true;
+}
+
+const char *QualifiedName(Relation rel) {
+    return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
+                                      RelationGetRelationName(rel));
+}
+
+// Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
+void Stale(const GuardContext &g, const char *where, Token offered, Token hwm) {
+    if (g.policy.on_stale == OnStale::kSkip || fenced_dml_depth > 0) return;
+    Relation home = g.rel;
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_STALE_TOKEN),
+             errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
+             g.policy.strict
+                 ? errdetail("Offered token " INT64_FORMAT
+                             " is not above the high-water mark " INT64_FORMAT
+                             " (strict: each token writes once).",
+                             offered, hwm)
+                 : errdetail("Offered token " INT64_FORMAT
+                             " is below the high-water mark " INT64_FORMAT ".",
+                             offered, hwm),
+             errhint(FENCING_STALE_HINT), errtable(home)));
+}
+
+HeapTuple WithToken(const GuardContext &g, Token token) {
+    int attnum = g.policy.token_attnum;
+    Datum value = Int64GetDatum(token);
+    bool isnull = false;
+    return heap_modify_tuple_by_cols(g.new_row, RelationGetDescr(g.rel), 1, &attnum, &value,
+                                     &isnull);
+}
+
+// Resource scope: the resource column's value, as text.
+const char *ResourceOf(const GuardContext &g, HeapTuple row) {
+    TupleDesc desc = RelationGetDescr(g.rel);
+    int attnum = g.policy.resource_attnum;
+    bool isnull;
+    Datum d = heap_getattr(row, attnum, desc, &isnull);
+    if (isnull)
+        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                        errmsg("cannot fence a row of table %s: its resource column \"%s\" is "
+                               "NULL",
+                               QualifiedName(g.rel), NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
+                        errtable(g.rel)));
+    Oid output;
+    bool varlena;
+    getTypeOutputInfo(TupleDescAttr(desc, attnum - 1)->atttypid, &output, &varlena);
+    return OidOutputFunctionCall(output, d);
+}
+
+// Resource and table scope: one atomic check-and-raise on the HWM table.
+bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource) {
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    HwmVerdict verdict = g.policy.scope == Scope::kResource
+                             ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
+                             : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
+    EndInternalAccess(&access);
+    SPI_finish();
+    if (verdict.admitted) return true;
+    StringInfoData where;
+    initStringInfo(&where);
+    if (g.policy.scope == Scope::kResource)
+        appendStringInfo(&where, "resource %s (namespace %s)", quote_literal_cstr(resource),
+                         quote_literal_cstr(g.name_space));
+    else
+        appendStringInfoString(&where, "table-wide high-water mark");
+    Stale(g, where.data, offered, verdict.hwm);
+    return false;
+}
+
+Datum Guard(FunctionCallInfo fcinfo) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.guard() can only be called as a trigger")));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.guard() must be a BEFORE ROW trigger")));
+
+    GuardContext g;
+    g.trigger = td;
+    g.rel = td->tg_relation;
+    TupleDesc desc = RelationGetDescr(g.rel);
+    if (td->tg_trigger->tgnargs != 2 || !DecodePolicy(td->tg_trigger->tgargs[0], &g.policy))
+        BadGuard(g.rel, "unreadable policy");
+    g.name_space = td->tg_trigger->tgargs[1];
+    int attnum = g.policy.token_attnum;
+    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+        BadGuard(g.rel, "its token column is gone");
+
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
+        g.event = RowEvent::kInsert;
+        g.old_row = nullptr;
+        g.new_row = td->tg_trigtuple;
+    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
+        g.event = RowEvent::kUpdate;
+        g.old_row = td->tg_trigtuple;
+        g.new_row = td->tg_newtuple;
+    } else if (TRIGGER_FIRED_BY_DELETE(td->tg_event)) {
+        g.event = RowEvent::kDelete;
+        g.old_row = td->tg_trigtuple;
+        g.new_row = nullptr;
+    } else {
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.guard() fires for INSERT, UPDATE and DELETE only")));
+    }
+    HeapTuple unchanged = g.new_row != nullptr ? g.new_row : g.old_row;
+
+    Token old_token = 0;
+    bool has_old_token = g.old_row != nullptr && TokenAt(g.old_row, desc, attnum, &old_token);
+    Token new_token = 0;
+    bool has_new_token = g.new_row != nullptr && TokenAt(g.new_row, desc, attnum, &new_token);
+
+    // Does the statement itself carry a token in the column? For UPDATE that
+    // means the column is a SET target (even to the same value) or its value
+    // changed; for INSERT, a non-NULL value.
+    bool column_carried = false;
+    if (g.event == RowEvent::kInsert) {
+        column_carried = has_new_token;
+    } else if (g.event == RowEvent::kUpdate && has_new_token) {
+        column_carried = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+                                       td->tg_updatedcols) ||
+                         !has_old_token || new_token != old_token;
+    }
+    if (column_carried && new_token < 0)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("fencing token " INT64_FORMAT " out of range", new_token),
+                        errdetail("A fencing token cannot be negative."), errtable(g.rel)));
+
+    Token session_token;
+    bool session_set = SessionToken(&session_token);
+    OfferedToken offered;
+    if (!ResolveOfferedToken(column_carried, new_token, session_set, session_token, &offered))
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("conflicting fencing tokens for table %s", QualifiedName(g.rel)),
+                 errdetail("The statement writes token " INT64_FORMAT
+                           " into column \"%s\" but fencing.token is " INT64_FORMAT ".",
+                           new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
+                           session_token),
+                 errtable(g.rel)));
+
+    if (offered.source == TokenSource::kNone) {
+        if (g.policy.require_token)
+            ereport(ERROR,
+                    (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                     errmsg("table %s requires a fencing token", QualifiedName(g.rel)),
+                     errdetail("Neither fencing.token is set nor does the statement write the "
+                               "token column \"%s\".",
+                               NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
+                     errhint("SET LOCAL fencing.token, or use fenced_update()."), errtable(g.rel)));
+        if (g.event == RowEvent::kUpdate && has_old_token && !has_new_token)
+            ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                            errmsg("cannot clear the fencing token of a row of table %s",
+                                   QualifiedName(g.rel)),
+                            errtable(g.rel)));
+    }
+    bool fenced = offered.source != TokenSource::kNone;
+
+    switch (g.policy.scope) {
+        case Scope::kRow: {
+            if (g.event == RowEvent::kInsert) {
+                Token tombstone;
+                if (fenced && RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) &&
+                    !Admits(offered.value, tombstone, g.policy.strict)) {
+                    Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
+                    return PointerGetDatum(nullptr);
+                }
+            } else if (fenced && has_old_token &&
+                       !Admits(offered.value, old_token, g.policy.strict)) {
+                Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
+                return PointerGetDatum(nullptr);
+            }
+            if (g.event == RowEvent::kDelete && (has_old_token || fenced)) {
+                Token left = has_old_token ? old_token : offered.value;
+                if (fenced && offered.value > left) left = offered.value;
+                LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
+            }
+            break;
+        }
+        case Scope::kResource:
+        case Scope::kTable: {
+            const char *resource = g.policy.scope == Scope::kResource
+                                       ? ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row)
+                                       : nullptr;
+            if (fenced && !SharedHwmAdmits(g, offered.value, resource))
+                return PointerGetDatum(nullptr);
+            break;
+        }
+    }
+
+    if (g.event == RowEvent::kDelete) return PointerGetDatum(g.old_row);
+    if (offered.source == TokenSource::kSession && (!has_new_token || new_token != offered.value))
+        return PointerGetDatum(WithToken(g, offered.value));
+    return PointerGetDatum(unchanged);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_guard) { return fencing::pg::Guard(fcinfo); }

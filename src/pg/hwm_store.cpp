@@ -1,0 +1,177 @@
+#include "pg/hwm_store.hpp"
+
+extern "C" {
+#include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// A statement on the internal tables, prepared once per backend and kept
+// (SPI_keepplan). Every name is schema-qualified and every operator is
+// pg_catalog's, so neither the caller's search_path nor a replan can change
+// what runs.
+struct InternalStatement {
+    const char *sql;
+    int nargs;
+    Oid argtypes[4];
+    SPIPlanPtr plan;
+};
+
+InternalStatement resource_raise = {
+    "UPDATE fencing.resource_hwm SET hwm = $3"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND CASE WHEN $4 THEN hwm OPERATOR(pg_catalog.<) $3"
+    "            ELSE hwm OPERATOR(pg_catalog.<=) $3 END",
+    4,
+    {TEXTOID, TEXTOID, INT8OID, BOOLOID},
+    nullptr};
+InternalStatement resource_read = {
+    "SELECT hwm FROM fencing.resource_hwm"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
+    2,
+    {TEXTOID, TEXTOID},
+    nullptr};
+InternalStatement resource_first = {
+    "INSERT INTO fencing.resource_hwm (namespace, resource, hwm) VALUES ($1, $2, $3)"
+    " ON CONFLICT DO NOTHING",
+    3,
+    {TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+InternalStatement table_raise = {
+    "UPDATE fencing.table_hwm SET hwm = $2"
+    " WHERE relid OPERATOR(pg_catalog.=) $1"
+    "   AND CASE WHEN $3 THEN hwm OPERATOR(pg_catalog.<) $2"
+    "            ELSE hwm OPERATOR(pg_catalog.<=) $2 END",
+    3,
+    {OIDOID, INT8OID, BOOLOID},
+    nullptr};
+InternalStatement table_read = {
+    "SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1, {OIDOID},
+    nullptr};
+InternalStatement table_first = {
+    "INSERT INTO fencing.table_hwm (relid, hwm) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+    2,
+    {OIDOID, INT8OID},
+    nullptr};
+InternalStatement tombstone_read = {
+    "SELECT hwm FROM fencing.row_tombstone"
+    " WHERE relid OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
+    2,
+    {OIDOID, TEXTARRAYOID},
+    nullptr};
+InternalStatement tombstone_raise = {
+    "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm) VALUES ($1, $2, $3)"
+    " ON CONFLICT (relid, key) DO UPDATE SET hwm = excluded.hwm"
+    " WHERE t.hwm OPERATOR(pg_catalog.<) excluded.hwm",
+    3,
+    {OIDOID, TEXTARRAYOID, INT8OID},
+    nullptr};
+
+SPIPlanPtr Prepared(InternalStatement *stmt) {
+    if (stmt->plan == nullptr) {
+        SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+        if (plan == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("fencing: could not prepare internal statement: %s",
+                                   SPI_result_code_string(SPI_result))));
+        SPI_keepplan(plan);
+        stmt->plan = plan;
+    }
+    return stmt->plan;
+}
+
+// Runs a prepared internal statement; returns rows processed.
+uint64 Run(InternalStatement *stmt, Datum *values) {
+    int rc = SPI_execute_plan(Prepared(stmt), values, nullptr, false, 0);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: internal statement failed: %s",
+                               SPI_result_code_string(rc))));
+    return SPI_processed;
+}
+
+// First column of the first row as int8, when there is a row.
+bool FirstInt8(Token *out) {
+    if (SPI_processed == 0) return false;
+    bool isnull;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    *out = isnull ? 0 : DatumGetInt64(d);
+    return true;
+}
+
+// The shared loop of resource and table scope:
+//   1. conditional UPDATE: one row means admitted, and the row stays locked;
+//   2. otherwise read: a row that does not admit the token means stale;
+//   3. no row yet: INSERT ... ON CONFLICT DO NOTHING; one row means admitted.
+// Steps 2 and 3 can lose a race with a concurrent first write; then the loop
+// runs again against the row that writer committed. In REPEATABLE READ such a
+// race raises a serialization failure inside step 3 instead.
+HwmVerdict CheckAndRaise(InternalStatement *raise, InternalStatement *read,
+                         InternalStatement *first, Datum *raise_args, Datum *read_args,
+                         Datum *first_args, Token offered, bool strict) {
+    for (int attempt = 0; attempt < 8; ++attempt) {
+        if (Run(raise, raise_args) > 0) return {true, offered};
+        Run(read, read_args);
+        Token hwm;
+        if (FirstInt8(&hwm)) {
+            if (!Admits(offered, hwm, strict)) return {false, hwm};
+            continue;
+        }
+        if (Run(first, first_args) > 0) return {true, offered};
+    }
+    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                    errmsg("could not settle the fencing high-water mark under concurrent "
+                           "first writes"),
+                    errhint("Retry the transaction.")));
+    pg_unreachable();
+}
+
+}  // namespace
+
+void BeginInternalAccess(InternalAccess *saved) {
+    GetUserIdAndSecContext(&saved->saved_user, &saved->saved_context);
+    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved->saved_context |
+                                                      SECURITY_LOCAL_USERID_CHANGE |
+                                                      SECURITY_RESTRICTED_OPERATION);
+}
+
+void EndInternalAccess(const InternalAccess *saved) {
+    SetUserIdAndSecContext(saved->saved_user, saved->saved_context);
+}
+
+HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
+                                 bool strict) {
+    Datum ns = CStringGetTextDatum(name_space);
+    Datum res = CStringGetTextDatum(resource);
+    Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
+    Datum read_args[] = {ns, res};
+    Datum first_args[] = {ns, res, Int64GetDatum(offered)};
+    return CheckAndRaise(&resource_raise, &resource_read, &resource_first, raise_args, read_args,
+                         first_args, offered, strict);
+}
+
+HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
+    Datum rel = ObjectIdGetDatum(home_relid);
+    Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
+    Datum read_args[] = {rel};
+    Datum first_args[] = {rel, Int64GetDatum(offered)};
+    return CheckAndRaise(&table_raise, &table_read, &table_first, raise_args, read_args,
+                         first_args, offered, strict);
+}
+
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
+    Datum args[] = {ObjectIdGetDatum(home_relid), key};
+    Run(&tombstone_read, args);
+    return FirstInt8(hwm);
+}
+
+void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
+    Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
+    Run(&tombstone_raise, args);
+}
+
+}  // namespace fencing::pg

@@ -1,0 +1,472 @@
+// Protection management: fencing_protect(), fencing_unprotect(), the guard
+// triggers they install, and the DDL hooks that keep protection in step with
+// CREATE TABLE, ALTER TABLE (renames, dropped columns, partitions) and restore.
+//
+// fencing.protected is the single source of truth and is dumped by pg_dump.
+// Guard triggers are internal triggers (not dumped): every change to a row of
+// fencing.protected (re)installs them, through the ALWAYS trigger
+// fencing.protected_sync, so a restored policy re-creates its guards.
+#include "core/policy.hpp"
+#include "pg/boundary.hpp"
+#include "pg/guc.hpp"
+#include "pg/hwm_store.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// Sorts after ordinary trigger names, so user BEFORE ROW triggers that
+// change NEW normally run before the check sees it.
+constexpr const char *kGuardName = "zz_fencing_guard";
+
+struct ProtectedRow {
+    Oid relid;
+    char token_column[NAMEDATALEN];
+    Scope scope;
+    char resource_column[NAMEDATALEN];  // empty when none
+    char *resource_namespace;           // palloc'd; empty when none
+    OnStale on_stale;
+    bool strict;
+    bool require_token;
+};
+
+const char *RelName(Oid relid) {
+    return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+                                      get_rel_name(relid));
+}
+
+// Runs SQL on the internal tables (caller holds SPI and internal access).
+void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls) {
+    int rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+    if (rc < 0) elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
+}
+
+bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    Exec("SELECT token_column::text, scope, resource_column::text, resource_namespace,"
+         " on_stale, strict, require_token FROM fencing.protected"
+         " WHERE relid OPERATOR(pg_catalog.=) $1",
+         1, types, values, nullptr);
+    if (SPI_processed == 0) return false;
+    HeapTuple t = SPI_tuptable->vals[0];
+    TupleDesc d = SPI_tuptable->tupdesc;
+    auto text_at = [&](int col) -> const char * {
+        char *v = SPI_getvalue(t, d, col);
+        return v != nullptr ? v : "";
+    };
+    row->relid = relid;
+    strlcpy(row->token_column, text_at(1), NAMEDATALEN);
+    if (!ParseScope(text_at(2), &row->scope)) row->scope = Scope::kRow;
+    strlcpy(row->resource_column, text_at(3), NAMEDATALEN);
+    // Outlives SPI_finish: allocated in the caller's memory context.
+    const char *name_space = text_at(4);
+    row->resource_namespace = static_cast<char *>(SPI_palloc(strlen(name_space) + 1));
+    strcpy(row->resource_namespace, name_space);
+    if (!ParseOnStale(text_at(5), &row->on_stale)) row->on_stale = OnStale::kError;
+    row->strict = strcmp(text_at(6), "t") == 0;
+    row->require_token = strcmp(text_at(7), "t") == 0;
+    return true;
+}
+
+Oid GuardFunction() {
+    return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard"))),
+                          0, nullptr, false);
+}
+
+void RemoveGuard(Oid relid) {
+    Oid trigger = get_trigger_oid(relid, kGuardName, true);
+    if (!OidIsValid(trigger)) return;
+    ObjectAddress addr;
+    ObjectAddressSet(addr, TriggerRelationId, trigger);
+    performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+}
+
+int RequireColumn(Oid relid, const char *column, const char *what) {
+    AttrNumber attnum = get_attnum(relid, column);
+    if (attnum == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                        errmsg("%s column \"%s\" of relation %s does not exist", what, column,
+                               RelName(relid))));
+    if (attnum < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                        errmsg("cannot use system column \"%s\" as the %s column", column, what)));
+    return attnum;
+}
+
+void InstallGuard(Oid leaf, const ProtectedRow &row) {
+    Policy policy;
+    policy.home_relid = row.relid;
+    policy.token_attnum = RequireColumn(leaf, row.token_column, "token");
+    policy.scope = row.scope;
+    policy.on_stale = row.on_stale;
+    policy.strict = row.strict;
+    policy.require_token = row.require_token;
+    policy.resource_attnum =
+        row.scope == Scope::kResource ? RequireColumn(leaf, row.resource_column, "resource") : 0;
+    char encoded[kPolicyTextCapacity];
+    EncodePolicy(policy, encoded);
+
+    CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+    stmt->replace = false;
+    stmt->isconstraint = false;
+    stmt->trigname = pstrdup(kGuardName);
+    stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
+    stmt->funcname = list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard")));
+    stmt->args = list_make2(makeString(pstrdup(encoded)),
+                            makeString(pstrdup(row.scope == Scope::kResource ? row.resource_namespace : "")));
+    stmt->row = true;
+    stmt->timing = TRIGGER_TYPE_BEFORE;
+    stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
+    stmt->columns = NIL;
+    stmt->whenClause = nullptr;
+    stmt->transitionRels = NIL;
+    stmt->deferrable = false;
+    stmt->initdeferred = false;
+    stmt->constrrel = nullptr;
+    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, GuardFunction(),
+                  InvalidOid, nullptr, true, false);
+}
+
+// The relations that carry guards: the table itself, or every leaf partition.
+List *GuardedRelations(Oid relid) {
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE) return list_make1_oid(relid);
+    List *leaves = NIL;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(relid, ShareRowExclusiveLock, nullptr)) {
+        Oid child = lfirst_oid(lc);
+        if (get_rel_relkind(child) == RELKIND_RELATION) leaves = lappend_oid(leaves, child);
+    }
+    return leaves;
+}
+
+// Makes the guards of relid match its row in fencing.protected (or removes
+// them when there is none). Caller holds SPI and internal access.
+void SyncGuards(Oid relid) {
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid))) return;
+    ProtectedRow row;
+    bool is_protected = ReadProtectedRow(relid, &row);
+    ListCell *lc;
+    foreach (lc, GuardedRelations(relid)) {
+        Oid leaf = lfirst_oid(lc);
+        RemoveGuard(leaf);
+        if (is_protected) InstallGuard(leaf, row);
+    }
+    CommandCounterIncrement();
+}
+
+// The guard's decoded policy on a guarded relation, if it has one.
+bool GuardPolicy(Oid leaf, Policy *policy) {
+    Relation rel = table_open(leaf, AccessShareLock);
+    bool found = false;
+    TriggerDesc *desc = rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
+        Trigger *t = &desc->triggers[i];
+        if (strcmp(t->tgname, kGuardName) == 0 && t->tgnargs >= 1)
+            found = DecodePolicy(t->tgargs[0], policy);
+    }
+    table_close(rel, AccessShareLock);
+    return found;
+}
+
+Oid TokenType() {
+    Exec("SELECT t.oid FROM pg_catalog.pg_type t JOIN pg_catalog.pg_extension e"
+         " ON t.typnamespace OPERATOR(pg_catalog.=) e.extnamespace"
+         " WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"
+         " AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'",
+         0, nullptr, nullptr, nullptr);
+    if (SPI_processed == 0) return InvalidOid;
+    bool isnull;
+    return DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+// Names of the fencing_token columns of a relation (at most two are needed).
+int TokenColumns(Oid relid, char first[NAMEDATALEN]) {
+    Oid token_type = TokenType();
+    Relation rel = table_open(relid, AccessShareLock);
+    TupleDesc desc = RelationGetDescr(rel);
+    int count = 0;
+    for (int i = 0; i < desc->natts; ++i) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        if (att->attisdropped || att->atttypid != token_type) continue;
+        if (count++ == 0) strlcpy(first, NameStr(att->attname), NAMEDATALEN);
+    }
+    table_close(rel, AccessShareLock);
+    return count;
+}
+
+void WriteProtectedRow(const ProtectedRow &row) {
+    Oid types[] = {OIDOID, NAMEOID, TEXTOID, NAMEOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+    bool resource = row.scope == Scope::kResource;
+    Datum values[] = {ObjectIdGetDatum(row.relid),
+                      CStringGetDatum(row.token_column),
+                      CStringGetTextDatum(ScopeName(row.scope)),
+                      CStringGetDatum(row.resource_column),
+                      CStringGetTextDatum(row.resource_namespace),
+                      CStringGetTextDatum(OnStaleName(row.on_stale)),
+                      BoolGetDatum(row.strict),
+                      BoolGetDatum(row.require_token)};
+    NameData token_name, resource_name;
+    namestrcpy(&token_name, row.token_column);
+    namestrcpy(&resource_name, row.resource_column);
+    values[1] = NameGetDatum(&token_name);
+    values[3] = NameGetDatum(&resource_name);
+    char nulls[] = "        ";
+    if (!resource) nulls[3] = nulls[4] = 'n';
+    Exec("INSERT INTO fencing.protected AS p (relid, token_column, scope, resource_column,"
+         " resource_namespace, on_stale, strict, require_token)"
+         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+         " ON CONFLICT (relid) DO UPDATE SET token_column = excluded.token_column,"
+         " scope = excluded.scope, resource_column = excluded.resource_column,"
+         " resource_namespace = excluded.resource_namespace, on_stale = excluded.on_stale,"
+         " strict = excluded.strict, require_token = excluded.require_token",
+         8, types, values, nulls);
+}
+
+void DeleteProtectedRow(Oid relid) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    Exec("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types, values,
+         nullptr);
+}
+
+// The nearest partition ancestor that is protected, if any.
+Oid ProtectedAncestor(Oid relid) {
+    if (!get_rel_relispartition(relid)) return InvalidOid;
+    ListCell *lc;
+    foreach (lc, get_partition_ancestors(relid)) {
+        ProtectedRow row;
+        if (ReadProtectedRow(lfirst_oid(lc), &row)) return lfirst_oid(lc);
+    }
+    return InvalidOid;
+}
+
+void RequireOwner(Oid relid) {
+    if (!pg_class_ownercheck(relid, GetUserId()))
+        aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+                       get_rel_name(relid));
+}
+
+void RequireTable(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("%s is not a table", RelName(relid)),
+                        errdetail("Only ordinary and partitioned tables can be fenced.")));
+}
+
+char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
+    return PG_ARGISNULL(n) ? pstrdup(fallback) : text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+Datum Protect(FunctionCallInfo fcinfo) {
+    if (PG_ARGISNULL(0))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
+    Oid relid = PG_GETARG_OID(0);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relid)));
+    RequireTable(relid);
+    RequireOwner(relid);
+
+    ProtectedRow row;
+    memset(&row, 0, sizeof(row));
+    row.relid = relid;
+    char *scope = TextArg(fcinfo, 2, "row");
+    if (!ParseScope(scope, &row.scope))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid fencing scope \"%s\"", scope),
+                        errhint("Valid scopes are \"row\", \"resource\" and \"table\".")));
+    char *on_stale = TextArg(fcinfo, 5, "error");
+    if (!ParseOnStale(on_stale, &row.on_stale))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid on_stale action \"%s\"", on_stale),
+                        errhint("Valid actions are \"error\" and \"skip\".")));
+    row.strict = !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
+    row.require_token = !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
+    row.resource_namespace = TextArg(fcinfo, 4, row.scope == Scope::kResource ? "default" : "");
+
+    // Ownership was checked above, as the caller; from here on the extension's
+    // own tables are read and written.
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    if (PG_ARGISNULL(1)) {
+        int n = TokenColumns(relid, row.token_column);
+        if (n == 0)
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                            errmsg("table %s has no fencing_token column", RelName(relid)),
+                            errhint("Name the token column: fencing_protect(%s, token_column => "
+                                    "'...').", quote_literal_cstr(RelName(relid)))));
+        if (n > 1)
+            ereport(ERROR, (errcode(ERRCODE_AMBIGUOUS_COLUMN),
+                            errmsg("table %s has %d fencing_token columns", RelName(relid), n),
+                            errhint("Name the token column with token_column => '...'.")));
+    } else {
+        strlcpy(row.token_column, NameStr(*PG_GETARG_NAME(1)), NAMEDATALEN);
+    }
+    AttrNumber token_attnum = RequireColumn(relid, row.token_column, "token");
+    Oid token_type = get_atttype(relid, token_attnum);
+    if (token_type != TokenType() && token_type != INT8OID)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("token column \"%s\" must be of type fencing_token or bigint, not %s",
+                               row.token_column, format_type_be(token_type))));
+    if (row.scope == Scope::kResource) {
+        if (PG_ARGISNULL(3))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("resource scope needs a resource_column")));
+        strlcpy(row.resource_column, NameStr(*PG_GETARG_NAME(3)), NAMEDATALEN);
+        RequireColumn(relid, row.resource_column, "resource");
+        if (row.resource_namespace[0] == '\0')
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("resource_namespace must not be empty")));
+    } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("resource_column and resource_namespace apply to resource scope only")));
+    }
+    if (OidIsValid(ProtectedAncestor(relid)))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s is a partition of a protected table", RelName(relid)),
+                        errhint("Its protection comes from the partitioned table.")));
+    WriteProtectedRow(row);  // fencing.protected_sync installs the guards
+    EndInternalAccess(&access);
+    SPI_finish();
+    PG_RETURN_VOID();
+}
+
+// DDL hook, for one table created or altered by the current command.
+void OnTableDdl(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE) return;
+    ProtectedRow row;
+    if (ReadProtectedRow(relid, &row)) {
+        // Renames keep attnums: follow them from a guard to the new names.
+        List *guarded = GuardedRelations(relid);
+        Policy policy;
+        if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
+            Oid leaf = linitial_oid(guarded);
+            char *token = get_attname(leaf, policy.token_attnum, true);
+            char *resource = policy.resource_attnum > 0 ? get_attname(leaf, policy.resource_attnum, true) : nullptr;
+            if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
+                ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
+                                        RelName(relid), token == nullptr ? "token" : "resource")));
+                DeleteProtectedRow(relid);
+                return;
+            }
+            if (strcmp(token, row.token_column) != 0 ||
+                (resource != nullptr && strcmp(resource, row.resource_column) != 0)) {
+                strlcpy(row.token_column, token, NAMEDATALEN);
+                if (resource != nullptr) strlcpy(row.resource_column, resource, NAMEDATALEN);
+                WriteProtectedRow(row);
+                return;
+            }
+        }
+        SyncGuards(relid);  // e.g. a partition attached
+        return;
+    }
+    Oid ancestor = ProtectedAncestor(relid);
+    if (OidIsValid(ancestor)) {
+        SyncGuards(ancestor);
+        return;
+    }
+    if (!AutoProtectEnabled()) return;
+    memset(&row, 0, sizeof(row));
+    int n = TokenColumns(relid, row.token_column);
+    if (n == 0) return;
+    if (n > 1) {
+        ereport(NOTICE, (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
+                                RelName(relid), n),
+                         errhint("Call fencing_protect() with token_column => '...'.")));
+        return;
+    }
+    row.relid = relid;
+    row.scope = Scope::kRow;
+    row.on_stale = OnStale::kError;
+    row.resource_namespace = pstrdup("");
+    WriteProtectedRow(row);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing::pg;
+
+FENCING_FUNCTION(fencing_protect) { return Protect(fcinfo); }
+
+FENCING_FUNCTION(fencing_unprotect) {
+    if (PG_ARGISNULL(0))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
+    Oid relid = PG_GETARG_OID(0);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relid)));
+    RequireOwner(relid);
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    ProtectedRow row;
+    bool was_protected = ReadProtectedRow(relid, &row);
+    if (was_protected) DeleteProtectedRow(relid);
+    EndInternalAccess(&access);
+    SPI_finish();
+    if (!was_protected)
+        ereport(NOTICE, (errmsg("table %s was not protected", RelName(relid))));
+    PG_RETURN_BOOL(was_protected);
+}
+
+// AFTER INSERT OR UPDATE OR DELETE ON fencing.protected, ENABLE ALWAYS.
+FENCING_FUNCTION(fencing_protected_sync) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_sync() can only be called as a trigger")));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TupleDesc desc = RelationGetDescr(td->tg_relation);
+    bool isnull;
+    Oid old_relid = InvalidOid, new_relid = InvalidOid;
+    if (!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        old_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_newtuple, 1, desc, &isnull));
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    if (OidIsValid(old_relid) && old_relid != new_relid) SyncGuards(old_relid);
+    if (OidIsValid(new_relid)) SyncGuards(new_relid);
+    EndInternalAccess(&access);
+    SPI_finish();
+    return PointerGetDatum(nullptr);
+}
+
+// Called by the ddl_command_end event trigger for each table a command created
+// or altered. Not granted to PUBLIC.
+FENCING_FUNCTION(fencing_on_table_ddl) {
+    Oid relid = PG_GETARG_OID(0);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid))) PG_RETURN_VOID();
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    OnTableDdl(relid);
+    EndInternalAccess(&access);
+    SPI_finish();
+    PG_RETURN_VOID();
+}

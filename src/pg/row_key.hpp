@@ -1,0 +1,45 @@
+// Row scope: a row is identified by its primary key. A deleted row leaves a
+// tombstone (its HWM) under that key, so a stale writer cannot re-INSERT it.
+#pragma once
+
+#include "core/token.hpp"
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "access/htup.h"
+#include "lib/stringinfo.h"
+#include "utils/relcache.h"
+}
+
+namespace fencing::pg {
+
+// "key (id)=(5)", or the row's ctid when the table has no primary key.
+const char *RowKeyDescription(Relation rel, HeapTuple row);
+
+// The tombstone HWM for the new row's key, if any. Before reading it, the
+// live row with that key (if one exists, or is being deleted) is locked FOR
+// KEY SHARE: an in-flight DELETE of the key is waited for, and its tombstone
+// is then read with a fresh snapshot (READ COMMITTED) or raises a
+// serialization failure (REPEATABLE READ). False when the table has no
+// primary key or there is no tombstone.
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
+
+// Records (or raises) the tombstone for a deleted row. No-op without a primary key.
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
+
+// The tombstone key of given primary-key values, in index column order.
+Datum TombstoneKey(int natts, const Oid *types, const Datum *values);
+
+// Primary key columns of a relation; false when it has none.
+struct PrimaryKey {
+    int natts;
+    AttrNumber attnums[32];
+};
+bool GetPrimaryKey(Relation rel, PrimaryKey *pk);
+
+// Appends "col1 OPERATOR(s.=) $1 AND ..." for the primary key and fills the
+// parameter types, one per key column.
+void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid pkindex,
+                        Oid *argtypes);
+
+}  // namespace fencing::pg
