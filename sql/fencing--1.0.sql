@@ -315,3 +315,46 @@ CREATE EVENT TRIGGER fencing_ddl_command_end ON ddl_command_end
 CREATE EVENT TRIGGER fencing_sql_drop ON sql_drop
     WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED')
     EXECUTE FUNCTION fencing.on_sql_drop();
+
+----------------------------------------------------------------------------
+-- Reading and resetting HWMs. The resource variants have their own names: an
+-- overload on text would capture fencing_high_water('tbl', '{...}') calls,
+-- because unknown literals prefer text over regclass.
+----------------------------------------------------------------------------
+CREATE FUNCTION @extschema@.fencing_high_water(target pg_catalog.regclass, key pg_catalog.jsonb DEFAULT NULL)
+    RETURNS @extschema@.fencing_token AS 'MODULE_PATHNAME', 'fencing_high_water_table'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION @extschema@.fencing_high_water(pg_catalog.regclass, pg_catalog.jsonb) IS
+    'current high-water mark of a row (key = primary key), a resource (key = {resource_column: value}) or a table';
+CREATE FUNCTION @extschema@.fencing_resource_high_water(resource pg_catalog.text, namespace pg_catalog.text DEFAULT 'default')
+    RETURNS @extschema@.fencing_token AS 'MODULE_PATHNAME', 'fencing_high_water_resource'
+    LANGUAGE C STABLE;
+COMMENT ON FUNCTION @extschema@.fencing_resource_high_water(pg_catalog.text, pg_catalog.text) IS
+    'current high-water mark of a named resource';
+CREATE FUNCTION @extschema@.fencing_reset(target pg_catalog.regclass, key pg_catalog.jsonb DEFAULT NULL)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_reset_table' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_reset(pg_catalog.regclass, pg_catalog.jsonb) IS
+    'removes high-water marks of a table (owner only; logged in fencing.reset_log)';
+CREATE FUNCTION @extschema@.fencing_resource_reset(resource pg_catalog.text, namespace pg_catalog.text DEFAULT 'default')
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_reset_resource' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_resource_reset(pg_catalog.text, pg_catalog.text) IS
+    'removes a named resource''s high-water mark (superuser only; logged in fencing.reset_log)';
+
+----------------------------------------------------------------------------
+-- Fenced DML: one atomic statement per call; 0 rows when the token is stale.
+----------------------------------------------------------------------------
+CREATE FUNCTION @extschema@.fenced_update(target pg_catalog.regclass, token @extschema@.fencing_token,
+                                          key pg_catalog.jsonb, changes pg_catalog.jsonb)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fenced_update' LANGUAGE C VOLATILE;
+CREATE FUNCTION @extschema@.fenced_delete(target pg_catalog.regclass, token @extschema@.fencing_token,
+                                          key pg_catalog.jsonb)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fenced_delete' LANGUAGE C VOLATILE;
+CREATE FUNCTION @extschema@.fenced_upsert(target pg_catalog.regclass, token @extschema@.fencing_token,
+                                          "row" pg_catalog.jsonb)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fenced_upsert' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fenced_update(pg_catalog.regclass, @extschema@.fencing_token, pg_catalog.jsonb, pg_catalog.jsonb) IS
+    'UPDATE target SET changes, token column = token WHERE key; returns rows written, 0 when stale';
+COMMENT ON FUNCTION @extschema@.fenced_delete(pg_catalog.regclass, @extschema@.fencing_token, pg_catalog.jsonb) IS
+    'DELETE FROM target WHERE key, fenced by token; returns rows deleted, 0 when stale';
+COMMENT ON FUNCTION @extschema@.fenced_upsert(pg_catalog.regclass, @extschema@.fencing_token, pg_catalog.jsonb) IS
+    'INSERT row, or UPDATE it on primary-key conflict where the token allows; returns rows written, 0 when stale';

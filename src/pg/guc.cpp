@@ -11,6 +11,7 @@ extern "C" {
 namespace fencing::pg {
 
 int fenced_dml_depth = 0;
+Token fenced_dml_token = 0;
 
 namespace {
 
@@ -58,6 +59,10 @@ void DefineSettings() {
 }
 
 bool SessionToken(Token *out) {
+    if (fenced_dml_depth > 0) {
+        *out = fenced_dml_token;
+        return true;
+    }
     *out = session_token_value;
     return session_token_set;
 }

@@ -6,7 +6,8 @@ namespace fencing::pg {
 
 void DefineSettings();
 
-// fencing.token, already parsed; false when unset (empty).
+// The token writes carry: fenced_dml_token while a fenced_*() statement runs,
+// otherwise fencing.token (already parsed); false when there is none.
 bool SessionToken(Token *out);
 
 bool AutoProtectEnabled();
@@ -14,5 +15,6 @@ bool AutoProtectEnabled();
 // Set while fenced_update() and its siblings run their statement: stale rows
 // are skipped (the function reports zero rows) instead of raising.
 extern int fenced_dml_depth;
+extern Token fenced_dml_token;
 
 }  // namespace fencing::pg

@@ -10,6 +10,7 @@
 #include "pg/boundary.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
+#include "pg/protect.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -27,28 +28,50 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
 #include "utils/acl.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 }
 
 namespace fencing::pg {
+
+// The relations that carry guards: the table itself, or every leaf partition.
+bool IsGuardTrigger(const char *tgname) {
+    size_t n = strlen(kGuardName);
+    return strncmp(tgname, kGuardName, n) == 0 && tgname[n] == '_';
+}
+
+List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE) return list_make1_oid(relid);
+    List *leaves = NIL;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(relid, lockmode, nullptr)) {
+        Oid child = lfirst_oid(lc);
+        if (get_rel_relkind(child) == RELKIND_RELATION) leaves = lappend_oid(leaves, child);
+    }
+    return leaves;
+}
+
+// The guard's decoded policy on a guarded relation, if it has one.
+bool GuardPolicy(Oid leaf, Policy *policy) {
+    Relation rel = table_open(leaf, AccessShareLock);
+    bool found = false;
+    TriggerDesc *desc = rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
+        Trigger *t = &desc->triggers[i];
+        if (IsGuardTrigger(t->tgname) && t->tgnargs >= 1)
+            found = DecodePolicy(t->tgargs[0], policy);
+    }
+    table_close(rel, AccessShareLock);
+    return found;
+}
+
 namespace {
 
 // Sorts after ordinary trigger names, so user BEFORE ROW triggers that
 // change NEW normally run before the check sees it.
 constexpr const char *kGuardName = "zz_fencing_guard";
-
-struct ProtectedRow {
-    Oid relid;
-    char token_column[NAMEDATALEN];
-    Scope scope;
-    char resource_column[NAMEDATALEN];  // empty when none
-    char *resource_namespace;           // palloc'd; empty when none
-    OnStale on_stale;
-    bool strict;
-    bool require_token;
-};
 
 const char *RelName(Oid relid) {
     return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
@@ -60,6 +83,8 @@ void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nul
     int rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
     if (rc < 0) elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
 }
+
+}  // namespace
 
 bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     Oid types[] = {OIDOID};
@@ -89,17 +114,27 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     return true;
 }
 
+namespace {
+
 Oid GuardFunction() {
     return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard"))),
                           0, nullptr, false);
 }
 
 void RemoveGuard(Oid relid) {
-    Oid trigger = get_trigger_oid(relid, kGuardName, true);
-    if (!OidIsValid(trigger)) return;
-    ObjectAddress addr;
-    ObjectAddressSet(addr, TriggerRelationId, trigger);
-    performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+    Relation rel = table_open(relid, ShareRowExclusiveLock);
+    List *guards = NIL;
+    TriggerDesc *desc = rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
+        if (IsGuardTrigger(desc->triggers[i].tgname))
+            guards = lappend_oid(guards, desc->triggers[i].tgoid);
+    table_close(rel, NoLock);
+    ListCell *lc;
+    foreach (lc, guards) {
+        ObjectAddress addr;
+        ObjectAddressSet(addr, TriggerRelationId, lfirst_oid(lc));
+        performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+    }
 }
 
 int RequireColumn(Oid relid, const char *column, const char *what) {
@@ -148,18 +183,6 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
                   InvalidOid, nullptr, true, false);
 }
 
-// The relations that carry guards: the table itself, or every leaf partition.
-List *GuardedRelations(Oid relid) {
-    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE) return list_make1_oid(relid);
-    List *leaves = NIL;
-    ListCell *lc;
-    foreach (lc, find_all_inheritors(relid, ShareRowExclusiveLock, nullptr)) {
-        Oid child = lfirst_oid(lc);
-        if (get_rel_relkind(child) == RELKIND_RELATION) leaves = lappend_oid(leaves, child);
-    }
-    return leaves;
-}
-
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Caller holds SPI and internal access.
 void SyncGuards(Oid relid) {
@@ -167,26 +190,14 @@ void SyncGuards(Oid relid) {
     ProtectedRow row;
     bool is_protected = ReadProtectedRow(relid, &row);
     ListCell *lc;
-    foreach (lc, GuardedRelations(relid)) {
+    foreach (lc, GuardedRelations(relid, ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);
         RemoveGuard(leaf);
         if (is_protected) InstallGuard(leaf, row);
     }
+    // Cached fenced-DML plans of a partitioned table depend on its leaves' guards.
+    CacheInvalidateRelcacheByRelid(relid);
     CommandCounterIncrement();
-}
-
-// The guard's decoded policy on a guarded relation, if it has one.
-bool GuardPolicy(Oid leaf, Policy *policy) {
-    Relation rel = table_open(leaf, AccessShareLock);
-    bool found = false;
-    TriggerDesc *desc = rel->trigdesc;
-    for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
-        Trigger *t = &desc->triggers[i];
-        if (strcmp(t->tgname, kGuardName) == 0 && t->tgnargs >= 1)
-            found = DecodePolicy(t->tgargs[0], policy);
-    }
-    table_close(rel, AccessShareLock);
-    return found;
 }
 
 Oid TokenType() {
@@ -360,7 +371,7 @@ void OnTableDdl(Oid relid) {
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
         // Renames keep attnums: follow them from a guard to the new names.
-        List *guarded = GuardedRelations(relid);
+        List *guarded = GuardedRelations(relid, AccessShareLock);
         Policy policy;
         if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
             Oid leaf = linitial_oid(guarded);
