@@ -116,6 +116,16 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
 
 namespace {
 
+// A column's name, or nullptr once it has been dropped.
+char *LiveAttName(Oid relid, AttrNumber attnum) {
+    HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+    if (!HeapTupleIsValid(tup)) return nullptr;
+    auto *att = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tup));
+    char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
+    ReleaseSysCache(tup);
+    return name;
+}
+
 Oid GuardFunction() {
     return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard"))),
                           0, nullptr, false);
@@ -183,6 +193,13 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
                   InvalidOid, nullptr, true, false);
 }
 
+void DeleteProtectedRow(Oid relid) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    Exec("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types, values,
+         nullptr);
+}
+
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Caller holds SPI and internal access.
 void SyncGuards(Oid relid) {
@@ -192,6 +209,13 @@ void SyncGuards(Oid relid) {
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);
+        // A table attached as a partition gives up its own policy for its parent's.
+        ProtectedRow own;
+        if (leaf != relid && is_protected && ReadProtectedRow(leaf, &own)) {
+            ereport(NOTICE, (errmsg("partition %s is now fenced by the policy of %s", RelName(leaf),
+                                    RelName(relid))));
+            DeleteProtectedRow(leaf);
+        }
         RemoveGuard(leaf);
         if (is_protected) InstallGuard(leaf, row);
     }
@@ -254,12 +278,6 @@ void WriteProtectedRow(const ProtectedRow &row) {
          8, types, values, nulls);
 }
 
-void DeleteProtectedRow(Oid relid) {
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(relid)};
-    Exec("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types, values,
-         nullptr);
-}
 
 // The nearest partition ancestor that is protected, if any.
 Oid ProtectedAncestor(Oid relid) {
@@ -375,8 +393,8 @@ void OnTableDdl(Oid relid) {
         Policy policy;
         if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
             Oid leaf = linitial_oid(guarded);
-            char *token = get_attname(leaf, policy.token_attnum, true);
-            char *resource = policy.resource_attnum > 0 ? get_attname(leaf, policy.resource_attnum, true) : nullptr;
+            char *token = LiveAttName(leaf, policy.token_attnum);
+            char *resource = policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
             if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
                 ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
                                         RelName(relid), token == nullptr ? "token" : "resource")));
@@ -435,7 +453,10 @@ FENCING_FUNCTION(fencing_unprotect) {
     BeginInternalAccess(&access);
     ProtectedRow row;
     bool was_protected = ReadProtectedRow(relid, &row);
-    if (was_protected) DeleteProtectedRow(relid);
+    if (was_protected)
+        DeleteProtectedRow(relid);
+    else
+        SyncGuards(relid);  // e.g. a detached partition still carrying its old parent's guard
     EndInternalAccess(&access);
     SPI_finish();
     if (!was_protected)
