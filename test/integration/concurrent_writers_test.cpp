@@ -216,7 +216,7 @@ TEST_P(ConcurrentWriters, AcceptedTokensNeverDecreaseAndHwmIsTheMax) {
     std::atomic<int> ready{0};
     std::atomic<bool> go{false};
     for (int t = 0; t < kThreads; ++t)
-        threads.emplace_back(&ConcurrentWriters::Writer, this, t, &ready, &go, &outcomes[t]);
+        threads.emplace_back([this, t, &ready, &go, &outcomes] { Writer(t, &ready, &go, &outcomes[t]); });
     while (ready.load() < kThreads) std::this_thread::yield();
     go.store(true);
     for (auto &th : threads) th.join();
@@ -258,10 +258,11 @@ TEST_P(ConcurrentWriters, AcceptedTokensNeverDecreaseAndHwmIsTheMax) {
         ASSERT_GT(writes.size(), 0u) << "no write to this resource was accepted";
         int64_t max_token = 0;
         for (size_t i = 0; i < writes.size(); ++i) {
-            if (i > 0)
+            if (i > 0) {
                 EXPECT_GE(writes[i].first, writes[i - 1].first)
                     << "accepted token went down at commit #" << i << " (write id "
                     << writes[i].second << " after " << writes[i - 1].second << ")";
+            }
             max_token = std::max(max_token, writes[i].first);
         }
         for (int64_t hwm : HighWaterViews(r))

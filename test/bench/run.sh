@@ -1,0 +1,455 @@
+#!/usr/bin/env bash
+# make bench: instruction counts (callgrind Ir) per single-row write, for a
+# fenced write and the alternatives it competes with.
+#
+# Method
+#   1. Build and install the extension.
+#   2. A scratch cluster (test/cluster.sh, port $FENCING_PGPORT, default 54369,
+#      in its own directory) gets every table through the normal server, so
+#      event triggers (auto-protection) fire: CREATE EXTENSION, ROWS rows per
+#      table, VACUUM ANALYZE, CHECKPOINT. Then the server is stopped: that data
+#      directory is the pristine copy.
+#   3. Each (variant, N) run gets its own copy of the pristine data directory
+#      and runs `postgres --single` under callgrind with a script on stdin:
+#      PREPARE, then N EXECUTE lines (each its own autocommitted transaction),
+#      then one check query. Two runs at a time (BENCH_JOBS).
+#   4. Per-write cost = (Ir(N2) - Ir(N1)) / (N2 - N1): start-up, catalog
+#      loading, planning, plan caching and the check query cancel out.
+#
+# Workload (the same for every variant)
+#   Tables: id int PRIMARY KEY, shard int (= id % SHARDS), val int, tok
+#   (bigint, or fencing_token on protected tables); ROWS rows, val 0, tok 1;
+#   fillfactor 50 so that updates stay HOT on every table.
+#   Execution i writes row id = ((i-1) % ROWS) + 1 and sets val to the number
+#   of times that row was written (val + 1). The defaults N1 = ROWS and
+#   N2 = 2*ROWS make the measured window exactly one more write to every row,
+#   after every row, page, plan and cache was touched once.
+#   Token: the same token (5, above the initial 1) every time, non-strict
+#   policies, so every write is admitted (and the check query proves it).
+#
+# Output: a table on stdout, machine-readable lines in test/bench/results.txt,
+# and per-write inclusive function costs of the row-fenced and fenced_update()
+# variants in test/bench/hotspots.txt (both are gitignored). Targets print
+# PASS or MISS; the script exits non-zero only when the bench itself broke.
+#
+# Knobs: BENCH_N1, BENCH_N2, BENCH_ROWS, BENCH_JOBS, BENCH_VARIANTS (names),
+# BENCH_KEEP=1 keeps the work directory, FENCING_PGPORT.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$(pwd)
+BENCH_DIR=$REPO/test/bench
+
+ROWS=${BENCH_ROWS:-1000}
+SHARDS=10
+TOKEN=5
+N1=${BENCH_N1:-$ROWS}
+N2=${BENCH_N2:-$((2 * ROWS))}
+JOBS=${BENCH_JOBS:-2}
+export FENCING_PGPORT=${FENCING_PGPORT:-54369}
+PGBIN=$(pg_config --bindir)
+DB=fencing_bench
+# The same for every variant; single-user mode runs no autovacuum, no
+# checkpointer and no background writer anyway.
+SETTINGS=(-c fsync=off -c synchronous_commit=off -c jit=off -c huge_pages=off
+          -c max_wal_size=4GB -c checkpoint_timeout=1d)
+
+[ "$N2" -gt "$N1" ] || { echo "bench: BENCH_N2 must be above BENCH_N1" >&2; exit 2; }
+
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+as_server_user() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+for tool in valgrind callgrind_annotate psql; do
+    command -v "$tool" >/dev/null || { echo "bench: $tool not found (make deps)" >&2; exit 2; }
+done
+
+# ---------------------------------------------------------------------------
+# Variants: name | prepared statement | EXECUTE template ({ID}, {CYCLE})
+# | 1 if the statement writes the token column.
+# ---------------------------------------------------------------------------
+declare -A V_TABLE V_PREPARE V_EXEC V_TITLE
+ALL_VARIANTS=(plain ctrig row resource fupdate handcond plpgrow plpgres)
+
+V_TITLE[plain]="1 plain UPDATE (unprotected)"
+V_TABLE[plain]=plain
+V_PREPARE[plain]='PREPARE p(int) AS UPDATE plain SET val = val + 1 WHERE id = $1'
+V_EXEC[plain]='EXECUTE p({ID})'
+
+V_TITLE[ctrig]="2 C trigger floor (suppress_redundant_updates_trigger)"
+V_TABLE[ctrig]=ctrig
+V_PREPARE[ctrig]='PREPARE p(int) AS UPDATE ctrig SET val = val + 1 WHERE id = $1'
+V_EXEC[ctrig]='EXECUTE p({ID})'
+
+V_TITLE[row]="3 row-fenced UPDATE (fencing guard, row scope)"
+V_TABLE[row]=fenced
+V_PREPARE[row]='PREPARE p(int, fencing_token) AS UPDATE fenced SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[row]="EXECUTE p({ID}, $TOKEN)"
+
+V_TITLE[resource]="4 resource-fenced UPDATE (fencing guard, resource scope)"
+V_TABLE[resource]=res_t
+V_PREPARE[resource]='PREPARE p(int, fencing_token) AS UPDATE res_t SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[resource]="EXECUTE p({ID}, $TOKEN)"
+
+V_TITLE[fupdate]="5 fenced_update() (jsonb key/changes parameters)"
+V_TABLE[fupdate]=fenced2
+V_PREPARE[fupdate]='PREPARE p(fencing_token, jsonb, jsonb) AS SELECT fenced_update('"'fenced2'"'::regclass, $1, $2, $3)'
+V_EXEC[fupdate]="EXECUTE p($TOKEN, '{\"id\": {ID}}', '{\"val\": {CYCLE}}')"
+
+V_TITLE[handcond]="6 hand-written conditional UPDATE (tok <= \$2)"
+V_TABLE[handcond]=plain2
+V_PREPARE[handcond]='PREPARE p(int, bigint) AS UPDATE plain2 SET val = val + 1, tok = $2 WHERE id = $1 AND tok <= $2'
+V_EXEC[handcond]="EXECUTE p({ID}, $TOKEN)"
+
+V_TITLE[plpgrow]="7 PL/pgSQL trigger, row check"
+V_TABLE[plpgrow]=plpg_row
+V_PREPARE[plpgrow]='PREPARE p(int, bigint) AS UPDATE plpg_row SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[plpgrow]="EXECUTE p({ID}, $TOKEN)"
+
+V_TITLE[plpgres]="8 PL/pgSQL trigger, resource HWM table"
+V_TABLE[plpgres]=plpg_res
+V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[plpgres]="EXECUTE p({ID}, $TOKEN)"
+
+declare -A V_SETS_TOKEN=([plain]=0 [ctrig]=0 [row]=1 [resource]=1 [fupdate]=1 [handcond]=1
+                         [plpgrow]=1 [plpgres]=1)
+
+read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
+for v in "${VARIANTS[@]}"; do
+    [ -n "${V_TABLE[$v]:-}" ] || { echo "bench: unknown variant $v" >&2; exit 2; }
+done
+
+# ---------------------------------------------------------------------------
+# Work directory and cleanup.
+# ---------------------------------------------------------------------------
+WORK=$(mktemp -d /tmp/fencing-bench.XXXXXX)
+chmod 755 "$WORK"
+[ "$(id -u)" = 0 ] && chown postgres: "$WORK"
+export FENCING_CLUSTER_DIR=$WORK/cluster
+PIDS=()
+cleanup() {
+    local pid
+    # Each run is its own process group (set -m below): end the runs we started.
+    for pid in "${PIDS[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    test/cluster.sh stop >/dev/null 2>&1 || true
+    if [ "${BENCH_KEEP:-0}" = 1 ]; then
+        echo "bench: work directory kept: $WORK"
+    else
+        rm -rf "$WORK"
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------------------
+# 1. Build and install.
+# ---------------------------------------------------------------------------
+echo "== build and install"
+make -s >/dev/null
+$SUDO make -s install >/dev/null
+
+# ---------------------------------------------------------------------------
+# 2. Pristine cluster, set up through the normal server.
+# ---------------------------------------------------------------------------
+echo "== setup: $ROWS rows per table, cluster on port $FENCING_PGPORT"
+test/cluster.sh start
+eval "$(test/cluster.sh env)"
+psql -X -q -v ON_ERROR_STOP=1 -d postgres -c "CREATE DATABASE $DB"
+psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -v rows="$ROWS" -v shards="$SHARDS" >/dev/null <<'SQL'
+CREATE EXTENSION fencing;
+
+-- Unprotected tables.
+CREATE TABLE plain    (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE ctrig    (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE plain2   (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE plpg_row (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE plpg_res (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE plpg_hwm (res int PRIMARY KEY, hwm bigint NOT NULL) WITH (fillfactor = 50);
+
+-- Protected: a fencing_token column protects a table (row scope) by itself.
+CREATE TABLE fenced  (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+CREATE TABLE fenced2 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+CREATE TABLE res_t   (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+SELECT fencing_protect('res_t', scope => 'resource', resource_column => 'shard');
+
+-- 2. The near-empty builtin C trigger (it compares old and new tuple).
+CREATE TRIGGER ctrig_floor BEFORE UPDATE ON ctrig
+    FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
+
+-- 7. PL/pgSQL, row check.
+CREATE FUNCTION plpg_row_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.tok < OLD.tok THEN
+        RAISE EXCEPTION 'stale token % < %', NEW.tok, OLD.tok USING ERRCODE = 'TF001';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER plpg_row_check BEFORE UPDATE ON plpg_row
+    FOR EACH ROW EXECUTE FUNCTION plpg_row_check();
+
+-- 8. PL/pgSQL, resource scope: check-and-raise in a separate HWM table.
+CREATE FUNCTION plpg_res_check() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE plpg_hwm SET hwm = NEW.tok WHERE res = NEW.shard AND hwm <= NEW.tok;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'stale token % for shard %', NEW.tok, NEW.shard USING ERRCODE = 'TF001';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER plpg_res_check BEFORE UPDATE ON plpg_res
+    FOR EACH ROW EXECUTE FUNCTION plpg_res_check();
+
+INSERT INTO plpg_hwm SELECT s, 1 FROM generate_series(0, :shards - 1) s;
+INSERT INTO plain    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO ctrig    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO plain2   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO plpg_row SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO plpg_res SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO fenced   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO fenced2  SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO res_t    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+
+VACUUM ANALYZE;
+CHECKPOINT;
+SQL
+# The setup must have protected exactly what the bench expects.
+protected=$(psql -X -At -d "$DB" -c "SELECT string_agg(table_name::text || ':' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected")
+if [ "$protected" != "fenced2:row fenced:row res_t:resource" ] &&
+   [ "$protected" != "fenced:row fenced2:row res_t:resource" ]; then
+    echo "bench: unexpected protection after setup: '$protected'" >&2
+    exit 1
+fi
+PRISTINE=$FENCING_CLUSTER_DIR/data
+as_server_user "$PGBIN/pg_ctl" -D "$PRISTINE" -m fast -w stop >/dev/null
+
+# ---------------------------------------------------------------------------
+# 3. One callgrind run: run_one VARIANT N (in its own directory).
+# ---------------------------------------------------------------------------
+run_one() {
+    local v=$1 n=$2
+    local dir=$WORK/runs/$v-$n
+    mkdir -p "$dir"
+    [ "$(id -u)" = 0 ] && chown postgres: "$dir"
+    as_server_user cp -a "$PRISTINE" "$dir/data"
+    {
+        echo "${V_PREPARE[$v]}"
+        V_EXEC_TEMPLATE=${V_EXEC[$v]} awk -v n="$n" -v rows="$ROWS" 'BEGIN {
+            t = ENVIRON["V_EXEC_TEMPLATE"]
+            for (i = 1; i <= n; i++) {
+                line = t
+                gsub(/\{ID\}/, (i - 1) % rows + 1, line)
+                gsub(/\{CYCLE\}/, int((i - 1) / rows) + 1, line)
+                print line
+            }
+        }'
+        echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE tok::bigint = $TOKEN) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
+    } >"$dir/script.sql"
+    local rc=0
+    as_server_user valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
+        "$PGBIN/postgres" --single -D "$dir/data" "${SETTINGS[@]}" "$DB" \
+        <"$dir/script.sql" >"$dir/stdout" 2>"$dir/stderr" || rc=$?
+    as_server_user rm -rf "$dir/data"
+    local err=""
+    [ "$rc" = 0 ] || err="postgres --single exited $rc"
+    if [ -z "$err" ] && grep -q 'ERROR' "$dir/stdout" "$dir/stderr"; then
+        err="SQL error: $(grep -h -m1 'ERROR' "$dir/stdout" "$dir/stderr")"
+    fi
+    # Every write was admitted: val sums to N, and every touched row carries
+    # the token (for the statements that write it).
+    local touched=$((n < ROWS ? n : ROWS))
+    local want_tok=$((V_SETS_TOKEN[$v] ? touched : 0))
+    local want="BENCHCHECK $want_tok $n"
+    local got
+    got=$(grep -o 'BENCHCHECK [0-9]* [0-9]*' "$dir/stdout" || true)
+    [ -z "$err" ] && [ "$got" != "$want" ] && err="check failed: got '$got', want '$want'"
+    if [ -z "$err" ] && [ "$v" = fupdate ]; then
+        local ones
+        ones=$(grep -c 'fenced_update = "1"' "$dir/stdout" || true)
+        [ "$ones" = "$n" ] || err="fenced_update() returned 1 only $ones times of $n"
+    fi
+    local ir
+    ir=$(awk '/^(summary|totals):/ { print $2; exit }' "$dir/callgrind.out" 2>/dev/null || true)
+    [ -z "$err" ] && [ -z "$ir" ] && err="no callgrind total"
+    if [ -n "$err" ]; then
+        echo "$err" >"$dir/failed"
+        echo "   $v N=$n: FAILED: $err (see $dir)" >&2
+        return 1
+    fi
+    echo "$ir" >"$dir/ir"
+    echo "   $v N=$n: Ir=$ir"
+}
+
+echo "== callgrind: ${#VARIANTS[@]} variants x N=$N1,$N2, $JOBS at a time"
+echo "   postgres --single ${SETTINGS[*]}"
+start=$SECONDS
+set -m  # every background run gets its own process group
+queue=()
+for v in "${VARIANTS[@]}"; do queue+=("$v $N2" "$v $N1"); done
+for job in "${queue[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+    # shellcheck disable=SC2086
+    run_one $job &
+    PIDS+=($!)
+done
+wait || true
+set +m
+PIDS=()
+echo "   ($((SECONDS - start)) s)"
+
+failed=0
+for v in "${VARIANTS[@]}"; do
+    for n in "$N1" "$N2"; do
+        [ -f "$WORK/runs/$v-$n/ir" ] || failed=1
+    done
+done
+if [ "$failed" = 1 ]; then
+    BENCH_KEEP=1
+    echo "bench: some runs failed; nothing to report" >&2
+    exit 1
+fi
+
+# ---------------------------------------------------------------------------
+# 4. Report.
+# ---------------------------------------------------------------------------
+declare -A PER
+for v in "${VARIANTS[@]}"; do
+    a=$(cat "$WORK/runs/$v-$N1/ir")
+    b=$(cat "$WORK/runs/$v-$N2/ir")
+    PER[$v]=$(( (b - a) / (N2 - N1) ))
+done
+
+ratio() {  # ratio A B -> A/B with 3 decimals, or "-"
+    if [ -n "${PER[$1]:-}" ] && [ -n "${PER[$2]:-}" ]; then
+        awk -v a="${PER[$1]}" -v b="${PER[$2]}" 'BEGIN { printf "%.3f", a / b }'
+    else
+        echo "-"
+    fi
+}
+verdict() {  # verdict RATIO LIMIT
+    [ "$1" = - ] && { echo "-"; return; }
+    awk -v r="$1" -v l="$2" 'BEGIN { print (r <= l ? "PASS" : "MISS") }'
+}
+
+RESULTS=$BENCH_DIR/results.txt
+{
+    echo "# fencing bench $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src sql 2>/dev/null || echo '+dirty')"
+    echo "# postgres $("$PGBIN/postgres" --version | awk '{print $3}') --single ${SETTINGS[*]}; rows=$ROWS shards=$SHARDS token=$TOKEN N1=$N1 N2=$N2"
+    echo "# variant ir_per_write ir_n1 ir_n2"
+} >"$RESULTS"
+
+echo
+echo "Instructions per write (callgrind Ir, (Ir(N=$N2) - Ir(N=$N1)) / $((N2 - N1)))"
+echo "postgres --single ${SETTINGS[*]}; $ROWS rows per table, fillfactor 50;"
+echo "each EXECUTE is one autocommitted transaction writing the next row (ids cycle);"
+echo "token $TOKEN every time (non-strict), so every write is admitted."
+echo
+printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
+printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
+for v in "${VARIANTS[@]}"; do
+    r=-
+    case $v in ctrig | row | resource | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    [ "$v" = plain ] && r=1.000
+    printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
+    echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
+done
+echo
+echo "Targets"
+target() {  # target NAME A B LIMIT
+    local r
+    r=$(ratio "$2" "$3")
+    local res
+    res=$(verdict "$r" "$4")
+    printf '  %-44s %7s  (target <= %.2fx)  %s\n' "$1" "${r}x" "$4" "$res"
+    echo "target=$1 ratio=$r limit=$4 result=$res" >>"$RESULTS"
+}
+target "row-fenced / plain" row plain 1.05
+target "resource-fenced / plain" resource plain 1.40
+target "fenced_update / hand-written conditional" fupdate handcond 1.30
+echo "  (reference: C trigger floor / plain = $(ratio ctrig plain)x," \
+     "PL/pgSQL row / plain = $(ratio plpgrow plain)x, PL/pgSQL resource / plain = $(ratio plpgres plain)x)"
+echo
+echo "results: ${RESULTS#"$REPO"/}"
+
+# ---------------------------------------------------------------------------
+# 5. Hotspots: per-write inclusive cost per function (difference of the two
+#    runs), for the row-fenced and fenced_update() variants.
+# ---------------------------------------------------------------------------
+HOT=$BENCH_DIR/hotspots.txt
+: >"$HOT"
+per_function() {  # per_function VARIANT TOPN
+    local v=$1 top=$2 n
+    for n in "$N1" "$N2"; do
+        callgrind_annotate --inclusive=yes --threshold=100 \
+            "$WORK/runs/$v-$n/callgrind.out" >"$WORK/runs/$v-$n/inclusive.txt" 2>/dev/null
+    done
+    # Lines: "  1,234 (12.3%)  file:function [object]" (the column format
+    # varies a little between valgrind versions).
+    awk -v n1="$N1" -v n2="$N2" '
+        function parse(line,   ir, rest) {
+            if (line !~ /^ *[0-9,]+ /) return ""
+            ir = line; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
+            rest = line; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", rest)
+            sub(/^[^ ]*:/, "", rest)              # drop "file:"
+            sub(/ \[[^]]*\]$/, "", rest)          # drop " [object]"
+            key = rest; return ir
+        }
+        FNR == 1 { file++ }
+        { ir = parse($0); if (ir == "") next
+          if (file == 1) a[key] += ir; else b[key] += ir }
+        END {
+            for (k in b) {
+                d = (b[k] - (k in a ? a[k] : 0)) / (n2 - n1)
+                if (d >= 1) printf "%12.0f  %s\n", d, k
+            }
+        }' "$WORK/runs/$v-$N1/inclusive.txt" "$WORK/runs/$v-$N2/inclusive.txt" |
+        sort -rn | head -n "$top"
+}
+callees_of() {  # callees_of VARIANT FUNCTION: per-write inclusive cost of its direct callees
+    local v=$1 fn=$2 n
+    for n in "$N1" "$N2"; do
+        callgrind_annotate --inclusive=yes --tree=calling --threshold=100 \
+            "$WORK/runs/$v-$n/callgrind.out" >"$WORK/runs/$v-$n/calling.txt" 2>/dev/null
+    done
+    # A function line is followed by its callees, each " ... >  file:callee".
+    awk -v n1="$N1" -v n2="$N2" -v fn="$fn" '
+        FNR == 1 { file++; inside = 0 }
+        /^ *[0-9,]+ .*[:*]/ && $0 !~ />/ {
+            line = $0; sub(/ \[[^]]*\]$/, "", line)
+            inside = (line ~ (":" fn "(\\(|$| )") || line ~ (":" fn "$")) ? 1 : 0
+            next
+        }
+        inside && />/ {
+            line = $0
+            ir = line; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
+            name = line; sub(/^.*> +/, "", name); sub(/^[^ ]*:/, "", name); sub(/ \[[^]]*\]$/, "", name)
+            if (file == 1) a[name] += ir; else b[name] += ir
+        }
+        END {
+            for (k in b) {
+                d = (b[k] - (k in a ? a[k] : 0)) / (n2 - n1)
+                if (d >= 1) printf "%12.0f  %s\n", d, k
+            }
+        }' "$WORK/runs/$v-$N1/calling.txt" "$WORK/runs/$v-$N2/calling.txt" | sort -rn
+}
+report_hotspots() {  # report_hotspots VARIANT ROOT_FUNCTION
+    local v=$1 root=$2
+    [ -n "${PER[$v]:-}" ] || return 0
+    {
+        echo "== ${V_TITLE[$v]}: ${PER[$v]} Ir/write"
+        echo "-- top functions, inclusive Ir per write"
+        per_function "$v" 25
+        echo "-- direct callees of $root, inclusive Ir per write"
+        callees_of "$v" "$root" | head -n 20
+        echo
+    } >>"$HOT"
+}
+report_hotspots row fencing_guard
+report_hotspots fupdate fenced_update
+if [ -s "$HOT" ]; then
+    echo
+    cat "$HOT"
+    echo "hotspots: ${HOT#"$REPO"/}"
+fi
+exit 0
