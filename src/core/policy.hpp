@@ -16,13 +16,13 @@ enum class OnStale { kError, kSkip };
 // guard trigger's arguments (EncodePolicy) so the trigger needs no catalog
 // lookup per row.
 struct Policy {
-    std::uint32_t home_relid = 0;       // the relation named in fencing_protect()
-    int token_attnum = 0;               // 1-based, in the relation the trigger is on
+    std::uint32_t home_relid = 0;  // the relation named in fencing_protect()
+    int token_attnum = 0;          // 1-based, in the relation the trigger is on
     Scope scope = Scope::kRow;
     OnStale on_stale = OnStale::kError;
-    bool strict = false;                // strict: token > HWM; otherwise token >= HWM
+    bool strict = false;  // strict: token > HWM; otherwise token >= HWM
     bool require_token = false;
-    int resource_attnum = 0;            // resource scope only
+    int resource_attnum = 0;  // resource scope only
 };
 
 // Non-strict: one holder may write many times with its token (token >= HWM).

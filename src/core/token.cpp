@@ -34,7 +34,8 @@ ParseResult ParseToken(std::string_view text) noexcept {
         base = 16;
         digits.remove_prefix(2);
     }
-    if (digits.empty()) return {ParseStatus::kSyntaxError, 0};
+    if (digits.empty())
+        return {ParseStatus::kSyntaxError, 0};
 
     // Accumulate in unsigned arithmetic; once above kMaxToken the value is only
     // remembered as "too big" so the rest of the input is still syntax-checked.
@@ -42,8 +43,10 @@ ParseResult ParseToken(std::string_view text) noexcept {
     bool overflow = false;
     for (char c : digits) {
         int d = DigitValue(c, base);
-        if (d < 0) return {ParseStatus::kSyntaxError, 0};
-        if (overflow) continue;
+        if (d < 0)
+            return {ParseStatus::kSyntaxError, 0};
+        if (overflow)
+            continue;
         if (value > (static_cast<std::uint64_t>(kMaxToken) - static_cast<std::uint64_t>(d)) /
                         static_cast<std::uint64_t>(base)) {
             overflow = true;
@@ -51,7 +54,8 @@ ParseResult ParseToken(std::string_view text) noexcept {
         }
         value = value * static_cast<std::uint64_t>(base) + static_cast<std::uint64_t>(d);
     }
-    if (overflow) return {ParseStatus::kOutOfRange, 0};
+    if (overflow)
+        return {ParseStatus::kOutOfRange, 0};
     return {ParseStatus::kOk, static_cast<Token>(value)};
 }
 
@@ -69,7 +73,8 @@ std::size_t FormatToken(Token value, char *out) noexcept {
 }
 
 bool MakeZxid(std::int64_t epoch, std::int64_t counter, Token *out) noexcept {
-    if (epoch < 0 || epoch > kMaxZxidEpoch || counter < 0 || counter > kMaxZxidCounter) return false;
+    if (epoch < 0 || epoch > kMaxZxidEpoch || counter < 0 || counter > kMaxZxidCounter)
+        return false;
     *out = static_cast<Token>((static_cast<std::uint64_t>(epoch) << 32) |
                               static_cast<std::uint64_t>(counter));
     return true;

@@ -46,8 +46,12 @@ std::size_t FormatToken(Token value, char *out) noexcept;
 inline constexpr std::int64_t kMaxZxidEpoch = INT32_MAX;
 inline constexpr std::int64_t kMaxZxidCounter = UINT32_MAX;
 
-inline constexpr std::int64_t ZxidEpoch(Token token) noexcept { return token >> 32; }
-inline constexpr std::int64_t ZxidCounter(Token token) noexcept { return token & 0xFFFFFFFF; }
+inline constexpr std::int64_t ZxidEpoch(Token token) noexcept {
+    return token >> 32;
+}
+inline constexpr std::int64_t ZxidCounter(Token token) noexcept {
+    return token & 0xFFFFFFFF;
+}
 
 // Returns false when epoch or counter is outside its field.
 bool MakeZxid(std::int64_t epoch, std::int64_t counter, Token *out) noexcept;

@@ -22,7 +22,7 @@ namespace fencing::pg {
 
 // An error raised from C++ code that knows its SQLSTATE.
 class Error : public std::exception {
-public:
+  public:
     Error(int sqlstate, const char *message) noexcept : sqlstate_(sqlstate) {
         std::strncpy(message_, message, sizeof(message_) - 1);
         message_[sizeof(message_) - 1] = '\0';
@@ -30,7 +30,7 @@ public:
     const char *what() const noexcept override { return message_; }
     int sqlstate() const noexcept { return sqlstate_; }
 
-private:
+  private:
     int sqlstate_;
     char message_[256];
 };
@@ -64,12 +64,12 @@ inline Datum RunGuarded(FunctionCallInfo fcinfo, Body body) {
 
 // Declares an SQL-callable, exception-guarded function:
 //   FENCING_FUNCTION(fencing_token_in) { ... return SomeDatum; }
-#define FENCING_FUNCTION(name)                                                            \
-    extern "C" {                                                                          \
-    PG_FUNCTION_INFO_V1(name);                                                            \
-    }                                                                                     \
-    static Datum name##_body(FunctionCallInfo fcinfo);                                    \
-    extern "C" Datum name(PG_FUNCTION_ARGS) {                                             \
-        return fencing::pg::RunGuarded(fcinfo, name##_body);                              \
-    }                                                                                     \
+#define FENCING_FUNCTION(name)                               \
+    extern "C" {                                             \
+    PG_FUNCTION_INFO_V1(name);                               \
+    }                                                        \
+    static Datum name##_body(FunctionCallInfo fcinfo);       \
+    extern "C" Datum name(PG_FUNCTION_ARGS) {                \
+        return fencing::pg::RunGuarded(fcinfo, name##_body); \
+    }                                                        \
     static Datum name##_body(FunctionCallInfo fcinfo)

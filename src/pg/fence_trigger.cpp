@@ -51,7 +51,8 @@ struct GuardContext {
 bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     bool isnull;
     Datum d = heap_getattr(row, attnum, desc, &isnull);
-    if (isnull) return false;
+    if (isnull)
+        return false;
     *out = DatumGetInt64(d);
     return true;
 }
@@ -63,20 +64,19 @@ const char *QualifiedName(Relation rel) {
 
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm) {
-    if (g.policy.on_stale == OnStale::kSkip || fenced_dml_depth > 0) return;
+    if (g.policy.on_stale == OnStale::kSkip || fenced_dml_depth > 0)
+        return;
     Relation home = g.rel;
-    ereport(ERROR,
-            (errcode(ERRCODE_FENCING_STALE_TOKEN),
-             errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
-             g.policy.strict
-                 ? errdetail("Offered token " INT64_FORMAT
-                             " is not above the high-water mark " INT64_FORMAT
-                             " (strict: each token writes once).",
-                             offered, hwm)
-                 : errdetail("Offered token " INT64_FORMAT
-                             " is below the high-water mark " INT64_FORMAT ".",
-                             offered, hwm),
-             errhint(FENCING_STALE_HINT), errtable(home)));
+    ereport(ERROR, (errcode(ERRCODE_FENCING_STALE_TOKEN),
+                    errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
+                    g.policy.strict ? errdetail("Offered token " INT64_FORMAT
+                                                " is not above the high-water mark " INT64_FORMAT
+                                                " (strict: each token writes once).",
+                                                offered, hwm)
+                                    : errdetail("Offered token " INT64_FORMAT
+                                                " is below the high-water mark " INT64_FORMAT ".",
+                                                offered, hwm),
+                    errhint(FENCING_STALE_HINT), errtable(home)));
 }
 
 HeapTuple WithToken(const GuardContext &g, Token token) {
@@ -94,11 +94,12 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
     bool isnull;
     Datum d = heap_getattr(row, attnum, desc, &isnull);
     if (isnull)
-        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
-                        errmsg("cannot fence a row of table %s: its resource column \"%s\" is "
-                               "NULL",
-                               QualifiedName(g.rel), NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
-                        errtable(g.rel)));
+        ereport(ERROR,
+                (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                 errmsg("cannot fence a row of table %s: its resource column \"%s\" is "
+                        "NULL",
+                        QualifiedName(g.rel), NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
+                 errtable(g.rel)));
     Oid output;
     bool varlena;
     getTypeOutputInfo(TupleDescAttr(desc, attnum - 1)->atttypid, &output, &varlena);
@@ -110,12 +111,14 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
-    HwmVerdict verdict = g.policy.scope == Scope::kResource
-                             ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
-                             : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
+    HwmVerdict verdict =
+        g.policy.scope == Scope::kResource
+            ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
+            : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
     EndInternalAccess(&access);
     SPI_finish();
-    if (verdict.admitted) return true;
+    if (verdict.admitted)
+        return true;
     StringInfoData where;
     initStringInfo(&where);
     if (g.policy.scope == Scope::kResource)
@@ -177,9 +180,9 @@ Datum Guard(FunctionCallInfo fcinfo) {
     if (g.event == RowEvent::kInsert) {
         column_carried = has_new_token;
     } else if (g.event == RowEvent::kUpdate && has_new_token) {
-        column_carried = bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
-                                       td->tg_updatedcols) ||
-                         !has_old_token || new_token != old_token;
+        column_carried =
+            bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, td->tg_updatedcols) ||
+            !has_old_token || new_token != old_token;
     }
     if (column_carried && new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -190,14 +193,13 @@ Datum Guard(FunctionCallInfo fcinfo) {
     bool session_set = SessionToken(&session_token);
     OfferedToken offered;
     if (!ResolveOfferedToken(column_carried, new_token, session_set, session_token, &offered))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("conflicting fencing tokens for table %s", QualifiedName(g.rel)),
-                 errdetail("The statement writes token " INT64_FORMAT
-                           " into column \"%s\" but fencing.token is " INT64_FORMAT ".",
-                           new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
-                           session_token),
-                 errtable(g.rel)));
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("conflicting fencing tokens for table %s", QualifiedName(g.rel)),
+                        errdetail("The statement writes token " INT64_FORMAT
+                                  " into column \"%s\" but fencing.token is " INT64_FORMAT ".",
+                                  new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
+                                  session_token),
+                        errtable(g.rel)));
 
     if (offered.source == TokenSource::kNone) {
         if (g.policy.require_token)
@@ -232,7 +234,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
             }
             if (g.event == RowEvent::kDelete && (has_old_token || fenced)) {
                 Token left = has_old_token ? old_token : offered.value;
-                if (fenced && offered.value > left) left = offered.value;
+                if (fenced && offered.value > left)
+                    left = offered.value;
                 LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
             }
             break;
@@ -248,7 +251,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
         }
     }
 
-    if (g.event == RowEvent::kDelete) return PointerGetDatum(g.old_row);
+    if (g.event == RowEvent::kDelete)
+        return PointerGetDatum(g.old_row);
     if (offered.source == TokenSource::kSession && (!has_new_token || new_token != offered.value))
         return PointerGetDatum(WithToken(g, offered.value));
     return PointerGetDatum(unchanged);
@@ -257,4 +261,6 @@ Datum Guard(FunctionCallInfo fcinfo) {
 }  // namespace
 }  // namespace fencing::pg
 
-FENCING_FUNCTION(fencing_guard) { return fencing::pg::Guard(fcinfo); }
+FENCING_FUNCTION(fencing_guard) {
+    return fencing::pg::Guard(fcinfo);
+}

@@ -45,8 +45,8 @@ struct PlanEntry {
     Oid relid;
     bool valid;
     SPIPlanPtr plan;
-    int ncolumns;                    // JSON-supplied parameters, in key order
-    FmgrInfo input[kMaxColumns];     // each column type's input function
+    int ncolumns;                 // JSON-supplied parameters, in key order
+    FmgrInfo input[kMaxColumns];  // each column type's input function
     Oid ioparam[kMaxColumns];
     int32 typmod[kMaxColumns];
 };
@@ -54,12 +54,14 @@ struct PlanEntry {
 HTAB *plan_cache = nullptr;
 
 void InvalidatePlans(Datum, Oid relid) {
-    if (plan_cache == nullptr) return;
+    if (plan_cache == nullptr)
+        return;
     HASH_SEQ_STATUS seq;
     hash_seq_init(&seq, plan_cache);
     for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
          e = static_cast<PlanEntry *>(hash_seq_search(&seq)))
-        if (relid == InvalidOid || e->relid == relid) e->valid = false;
+        if (relid == InvalidOid || e->relid == relid)
+            e->valid = false;
 }
 
 struct Target {
@@ -130,10 +132,12 @@ const char *EqualityOperator(Oid type, const char *column) {
                                "used in a key",
                                column, format_type_be(type))));
     HeapTuple optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
-    if (!HeapTupleIsValid(optup)) elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+    if (!HeapTupleIsValid(optup))
+        elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
     auto *op = reinterpret_cast<Form_pg_operator>(GETSTRUCT(optup));
-    char *result = psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
-                            NameStr(op->oprname));
+    char *result =
+        psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+                 NameStr(op->oprname));
     ReleaseSysCache(optup);
     return result;
 }
@@ -156,7 +160,8 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
     int n = 0;
     const char *quoted_token = quote_identifier(t.token_column);
     ColumnRef cols[2 * kMaxColumns];
-    for (int i = 0; i < first.count; ++i) cols[n++] = Column(t, first.names[i], kind == DmlKind::kUpsert ? "row" : "key");
+    for (int i = 0; i < first.count; ++i)
+        cols[n++] = Column(t, first.names[i], kind == DmlKind::kUpsert ? "row" : "key");
     for (int i = 0; i < second.count; ++i) cols[n++] = Column(t, second.names[i], "changes");
     for (int i = 0; i < n; ++i) {
         if (cols[i].attnum == t.token_attnum)
@@ -190,8 +195,9 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
             TupleDesc desc = RelationGetDescr(rel);
             if (!has_pk) {
                 table_close(rel, AccessShareLock);
-                ereport(ERROR, (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-                                errmsg("fenced_upsert() needs a primary key on %s", t.qualified_name)));
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+                         errmsg("fenced_upsert() needs a primary key on %s", t.qualified_name)));
             }
             appendStringInfo(&sql, "INSERT INTO %s AS target (%s", t.qualified_name, quoted_token);
             for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", %s", cols[i].quoted);
@@ -199,8 +205,9 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
             for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", $%d", i + 2);
             appendStringInfoString(&sql, ") ON CONFLICT (");
             for (int i = 0; i < pk.natts; ++i)
-                appendStringInfo(&sql, "%s%s", i > 0 ? ", " : "",
-                                 quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
+                appendStringInfo(
+                    &sql, "%s%s", i > 0 ? ", " : "",
+                    quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
             appendStringInfo(&sql, ") DO UPDATE SET %s = excluded.%s", quoted_token, quoted_token);
             for (int i = 0; i < n; ++i) {
                 bool in_key = false;
@@ -245,8 +252,10 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
                         errmsg("column names too long for a fenced statement")));
     bool found;
     auto *e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_ENTER, &found));
-    if (found && e->valid) return e;
-    if (found && e->plan != nullptr) SPI_freeplan(e->plan);
+    if (found && e->valid)
+        return e;
+    if (found && e->plan != nullptr)
+        SPI_freeplan(e->plan);
     e->relid = relid;
     e->plan = nullptr;
     e->valid = false;
@@ -269,10 +278,10 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     int nargs = kind == DmlKind::kUpdate ? 4 : 3;
     for (int i = 0; i < nargs; ++i)
         if (PG_ARGISNULL(i))
-            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-                            errmsg("%s must not be NULL", names[i]),
-                            i == 1 ? errhint("A fenced write needs the token of the lock it holds.")
-                                   : 0));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", names[i]),
+                 i == 1 ? errhint("A fenced write needs the token of the lock it holds.") : 0));
     Oid relid = PG_GETARG_OID(0);
     Token token = PG_GETARG_INT64(1);
     if (token < 0)
@@ -281,7 +290,8 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     Members first, second;
     ReadMembers(PG_GETARG_JSONB_P(2), names[2], false, &first);
     second.count = 0;
-    if (kind == DmlKind::kUpdate) ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &second);
+    if (kind == DmlKind::kUpdate)
+        ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &second);
 
     SPI_connect();
     PlanEntry *e = PlanFor(kind, relid, first, second);
@@ -318,9 +328,7 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
         written = SPI_processed;
     }
     PG_FINALLY();
-    {
-        fenced_dml_depth--;
-    }
+    { fenced_dml_depth--; }
     PG_END_TRY();
     SPI_finish();
     PG_RETURN_INT64(static_cast<int64>(written));
@@ -329,6 +337,12 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
 }  // namespace
 }  // namespace fencing::pg
 
-FENCING_FUNCTION(fenced_update) { return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpdate); }
-FENCING_FUNCTION(fenced_delete) { return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kDelete); }
-FENCING_FUNCTION(fenced_upsert) { return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpsert); }
+FENCING_FUNCTION(fenced_update) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpdate);
+}
+FENCING_FUNCTION(fenced_delete) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kDelete);
+}
+FENCING_FUNCTION(fenced_upsert) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpsert);
+}

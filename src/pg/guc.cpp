@@ -23,18 +23,21 @@ Token session_token_value = 0;
 // The parsed token travels from check to assign hook in GUC "extra" memory,
 // which guc.c frees with free(): it must come from malloc.
 bool CheckToken(char **newval, void **extra, GucSource) {
-    if (*newval == nullptr || **newval == '\0') return true;
+    if (*newval == nullptr || **newval == '\0')
+        return true;
     ParseResult parsed = ParseToken(*newval);
     if (parsed.status != ParseStatus::kOk) {
         GUC_check_errcode(parsed.status == ParseStatus::kOutOfRange
                               ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
                               : ERRCODE_INVALID_TEXT_REPRESENTATION);
-        GUC_check_errdetail("fencing.token must be a fencing token: a decimal integer from 0 "
-                            "to 9223372036854775807 or 0x hex, or empty for none.");
+        GUC_check_errdetail(
+            "fencing.token must be a fencing token: a decimal integer from 0 "
+            "to 9223372036854775807 or 0x hex, or empty for none.");
         return false;
     }
     Token *value = static_cast<Token *>(std::malloc(sizeof(Token)));
-    if (value == nullptr) return false;
+    if (value == nullptr)
+        return false;
     *value = parsed.value;
     *extra = value;
     return true;
@@ -67,6 +70,8 @@ bool SessionToken(Token *out) {
     return session_token_set;
 }
 
-bool AutoProtectEnabled() { return auto_protect_setting; }
+bool AutoProtectEnabled() {
+    return auto_protect_setting;
+}
 
 }  // namespace fencing::pg

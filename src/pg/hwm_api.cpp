@@ -31,7 +31,8 @@ const char *RelName(Oid relid) {
 
 void Exec(const char *sql, int nargs, Oid *types, Datum *values) {
     int rc = SPI_execute_with_args(sql, nargs, types, values, nullptr, false, 0);
-    if (rc < 0) elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
+    if (rc < 0)
+        elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
 }
 
 // Max of column 1 over the result rows, if any row has a non-NULL value.
@@ -40,9 +41,11 @@ bool MaxOfResult(Token *out) {
     for (uint64 i = 0; i < SPI_processed; ++i) {
         bool isnull;
         Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-        if (isnull) continue;
+        if (isnull)
+            continue;
         Token v = DatumGetInt64(d);
-        if (!any || v > *out) *out = v;
+        if (!any || v > *out)
+            *out = v;
         any = true;
     }
     return any;
@@ -50,7 +53,8 @@ bool MaxOfResult(Token *out) {
 
 Oid RequireProtectedTarget(FunctionCallInfo fcinfo, ProtectedRow *row) {
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
     Oid relid = PG_GETARG_OID(0);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -85,7 +89,8 @@ void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
         Form_pg_attribute att = TupleDescAttr(desc, out->pk.attnums[i] - 1);
         int found = -1;
         for (int j = 0; j < m.count; ++j)
-            if (strcmp(m.names[j], NameStr(att->attname)) == 0) found = j;
+            if (strcmp(m.names[j], NameStr(att->attname)) == 0)
+                found = j;
         if (found < 0 || m.count != out->pk.natts) {
             table_close(rel, AccessShareLock);
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -121,7 +126,8 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     bool isnull;
     Datum d = JsonToColumn(m.values[0], type, typmod, row.resource_column, &isnull);
     if (isnull)
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be null")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be null")));
     Oid output;
     bool varlena;
     getTypeOutputInfo(type, &output, &varlena);
@@ -135,7 +141,8 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
     Oid relid;
     {
         // Privilege check as the caller; the HWM itself is read past RLS.
-        if (!PG_ARGISNULL(0) && pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+        if (!PG_ARGISNULL(0) &&
+            pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
             aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
     }
     BeginInternalAccess(&access);
@@ -159,8 +166,10 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
             Oid argtypes[32];
             AppendKeyPredicate(&sql, rel, k.pk, k.pkindex, argtypes);
             table_close(rel, AccessShareLock);
-            int rc = SPI_execute_with_args(sql.data, k.pk.natts, argtypes, k.values, nullptr, true, 1);
-            if (rc < 0) elog(ERROR, "fencing: HWM lookup failed: %s", SPI_result_code_string(rc));
+            int rc =
+                SPI_execute_with_args(sql.data, k.pk.natts, argtypes, k.values, nullptr, true, 1);
+            if (rc < 0)
+                elog(ERROR, "fencing: HWM lookup failed: %s", SPI_result_code_string(rc));
             found = MaxOfResult(&hwm);
             // ... or the tombstone a deleted row left, whichever is higher.
             Token tombstone;
@@ -177,57 +186,65 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
                                 errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
                                        RelName(relid), row.resource_column)));
             Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
-                              CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
-            Exec("SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-                 " AND resource OPERATOR(pg_catalog.=) $2",
-                 2, types, values);
+            Datum values[] = {
+                CStringGetTextDatum(row.resource_namespace),
+                CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
+            Exec(
+                "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+                " AND resource OPERATOR(pg_catalog.=) $2",
+                2, types, values);
             found = MaxOfResult(&hwm);
             break;
         }
         case Scope::kTable: {
             Oid types[] = {OIDOID};
             Datum values[] = {ObjectIdGetDatum(relid)};
-            Exec("SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
-                 values);
+            Exec("SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1,
+                 types, values);
             found = MaxOfResult(&hwm);
             break;
         }
     }
     EndInternalAccess(&access);
     SPI_finish();
-    if (!found) PG_RETURN_NULL();
+    if (!found)
+        PG_RETURN_NULL();
     PG_RETURN_INT64(hwm);
 }
 
 Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
-    if (PG_ARGISNULL(0)) PG_RETURN_NULL();
+    if (PG_ARGISNULL(0))
+        PG_RETURN_NULL();
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
                       PG_GETARG_DATUM(0)};
-    Exec("SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-         " AND resource OPERATOR(pg_catalog.=) $2",
-         2, types, values);
+    Exec(
+        "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+        " AND resource OPERATOR(pg_catalog.=) $2",
+        2, types, values);
     Token hwm = 0;
     bool found = MaxOfResult(&hwm);
     EndInternalAccess(&access);
     SPI_finish();
-    if (!found) PG_RETURN_NULL();
+    if (!found)
+        PG_RETURN_NULL();
     PG_RETURN_INT64(hwm);
 }
 
 // Deletes HWM rows and logs each one; returns how many were removed.
-int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, const char *target) {
+int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values,
+                  const char *target) {
     StringInfoData sql;
     initStringInfo(&sql);
-    appendStringInfo(&sql,
-                     "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
-                     " SELECT pg_catalog.quote_ident(%s), %s, gone.key, gone.hwm FROM gone",
-                     delete_sql, quote_literal_cstr(GetUserNameFromId(GetUserId(), false)),
-                     quote_literal_cstr(target));
+    appendStringInfo(
+        &sql,
+        "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
+        " SELECT pg_catalog.quote_ident(%s), %s, gone.key, gone.hwm FROM gone",
+        delete_sql, quote_literal_cstr(GetUserNameFromId(GetUserId(), false)),
+        quote_literal_cstr(target));
     Exec(sql.data, nargs, types, values);
     int64 removed = static_cast<int64>(SPI_processed);
     ereport(LOG, (errmsg("fencing_reset: %s removed " INT64_FORMAT " high-water mark(s) of %s",
@@ -251,42 +268,49 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             if (PG_ARGISNULL(1)) {
                 Oid types[] = {OIDOID};
                 Datum values[] = {ObjectIdGetDatum(relid)};
-                removed = ResetAndLog("DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
-                                      " RETURNING key::pg_catalog.text AS key, hwm",
-                                      1, types, values, target);
+                removed = ResetAndLog(
+                    "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+                    " RETURNING key::pg_catalog.text AS key, hwm",
+                    1, types, values, target);
             } else {
                 KeyValues k;
                 ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
                 Oid types[] = {OIDOID, TEXTARRAYOID};
-                Datum values[] = {ObjectIdGetDatum(relid), TombstoneKey(k.pk.natts, k.types, k.values)};
-                removed = ResetAndLog("DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
-                                      " AND key OPERATOR(pg_catalog.=) $2"
-                                      " RETURNING key::pg_catalog.text AS key, hwm",
-                                      2, types, values, target);
+                Datum values[] = {ObjectIdGetDatum(relid),
+                                  TombstoneKey(k.pk.natts, k.types, k.values)};
+                removed = ResetAndLog(
+                    "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+                    " AND key OPERATOR(pg_catalog.=) $2"
+                    " RETURNING key::pg_catalog.text AS key, hwm",
+                    2, types, values, target);
             }
             break;
         }
         case Scope::kResource: {
             if (PG_ARGISNULL(1))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("name the resource to reset: {\"%s\": <resource>}",
-                                       row.resource_column),
-                                errdetail("Resource HWMs are shared by every table in namespace %s.",
-                                          quote_literal_cstr(row.resource_namespace))));
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                         errmsg("name the resource to reset: {\"%s\": <resource>}",
+                                row.resource_column),
+                         errdetail("Resource HWMs are shared by every table in namespace %s.",
+                                   quote_literal_cstr(row.resource_namespace))));
             Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
-                              CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
-            removed = ResetAndLog("DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-                                  " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-                                  2, types, values, target);
+            Datum values[] = {
+                CStringGetTextDatum(row.resource_namespace),
+                CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
+            removed = ResetAndLog(
+                "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+                " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
+                2, types, values, target);
             break;
         }
         case Scope::kTable: {
             Oid types[] = {OIDOID};
             Datum values[] = {ObjectIdGetDatum(relid)};
-            removed = ResetAndLog("DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
-                                  " RETURNING NULL::pg_catalog.text AS key, hwm",
-                                  1, types, values, target);
+            removed = ResetAndLog(
+                "DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
+                " RETURNING NULL::pg_catalog.text AS key, hwm",
+                1, types, values, target);
             break;
         }
     }
@@ -301,7 +325,8 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
                         errmsg("only a superuser may reset a resource's high-water mark"),
                         errhint("A table owner can use fencing_reset(table, key).")));
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
@@ -309,9 +334,10 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
     Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
                       PG_GETARG_DATUM(0)};
     char *target = psprintf("namespace %s", text_to_cstring(DatumGetTextPP(values[0])));
-    int64 removed = ResetAndLog("DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-                                " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-                                2, types, values, target);
+    int64 removed = ResetAndLog(
+        "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+        " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
+        2, types, values, target);
     EndInternalAccess(&access);
     SPI_finish();
     PG_RETURN_INT64(removed);
@@ -320,7 +346,15 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
 }  // namespace
 }  // namespace fencing::pg
 
-FENCING_FUNCTION(fencing_high_water_table) { return fencing::pg::HighWaterOfTable(fcinfo); }
-FENCING_FUNCTION(fencing_high_water_resource) { return fencing::pg::HighWaterOfResource(fcinfo); }
-FENCING_FUNCTION(fencing_reset_table) { return fencing::pg::ResetTable(fcinfo); }
-FENCING_FUNCTION(fencing_reset_resource) { return fencing::pg::ResetResource(fcinfo); }
+FENCING_FUNCTION(fencing_high_water_table) {
+    return fencing::pg::HighWaterOfTable(fcinfo);
+}
+FENCING_FUNCTION(fencing_high_water_resource) {
+    return fencing::pg::HighWaterOfResource(fcinfo);
+}
+FENCING_FUNCTION(fencing_reset_table) {
+    return fencing::pg::ResetTable(fcinfo);
+}
+FENCING_FUNCTION(fencing_reset_resource) {
+    return fencing::pg::ResetResource(fcinfo);
+}

@@ -50,7 +50,9 @@ InternalStatement table_raise = {
     {OIDOID, INT8OID, BOOLOID},
     nullptr};
 InternalStatement table_read = {
-    "SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1, {OIDOID},
+    "SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1",
+    1,
+    {OIDOID},
     nullptr};
 InternalStatement table_first = {
     "INSERT INTO fencing.table_hwm (relid, hwm) VALUES ($1, $2) ON CONFLICT DO NOTHING",
@@ -88,15 +90,16 @@ SPIPlanPtr Prepared(InternalStatement *stmt) {
 uint64 Run(InternalStatement *stmt, Datum *values) {
     int rc = SPI_execute_plan(Prepared(stmt), values, nullptr, false, 0);
     if (rc < 0)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("fencing: internal statement failed: %s",
-                               SPI_result_code_string(rc))));
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
     return SPI_processed;
 }
 
 // First column of the first row as int8, when there is a row.
 bool FirstInt8(Token *out) {
-    if (SPI_processed == 0) return false;
+    if (SPI_processed == 0)
+        return false;
     bool isnull;
     Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
     *out = isnull ? 0 : DatumGetInt64(d);
@@ -114,14 +117,17 @@ HwmVerdict CheckAndRaise(InternalStatement *raise, InternalStatement *read,
                          InternalStatement *first, Datum *raise_args, Datum *read_args,
                          Datum *first_args, Token offered, bool strict) {
     for (int attempt = 0; attempt < 8; ++attempt) {
-        if (Run(raise, raise_args) > 0) return {true, offered};
+        if (Run(raise, raise_args) > 0)
+            return {true, offered};
         Run(read, read_args);
         Token hwm;
         if (FirstInt8(&hwm)) {
-            if (!Admits(offered, hwm, strict)) return {false, hwm};
+            if (!Admits(offered, hwm, strict))
+                return {false, hwm};
             continue;
         }
-        if (Run(first, first_args) > 0) return {true, offered};
+        if (Run(first, first_args) > 0)
+            return {true, offered};
     }
     ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
                     errmsg("could not settle the fencing high-water mark under concurrent "
@@ -159,8 +165,8 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    return CheckAndRaise(&table_raise, &table_read, &table_first, raise_args, read_args,
-                         first_args, offered, strict);
+    return CheckAndRaise(&table_raise, &table_read, &table_first, raise_args, read_args, first_args,
+                         offered, strict);
 }
 
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {

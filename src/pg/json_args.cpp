@@ -40,7 +40,8 @@ char *JsonScalarText(const JsonbValue &v) {
         case jbvString:
             return pnstrdup(v.val.string.val, v.val.string.len);
         case jbvNumeric:
-            return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
+            return DatumGetCString(
+                DirectFunctionCall1(numeric_out, NumericGetDatum(v.val.numeric)));
         case jbvBool:
             return pstrdup(v.val.boolean ? "true" : "false");
         default: {
@@ -63,7 +64,8 @@ void ConversionErrorContext(void *arg) {
 Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *column, bool *isnull) {
     char *text = JsonScalarText(v);
     *isnull = text == nullptr;
-    if (text == nullptr) return (Datum)0;
+    if (text == nullptr)
+        return (Datum)0;
     Oid input, ioparam;
     getTypeInputInfo(type, &input, &ioparam);
     ErrorContextCallback callback;

@@ -7,4 +7,6 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
-void _PG_init(void) { fencing::pg::DefineSettings(); }
+void _PG_init(void) {
+    fencing::pg::DefineSettings();
+}

@@ -43,12 +43,14 @@ bool IsGuardTrigger(const char *tgname) {
 }
 
 List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
-    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE) return list_make1_oid(relid);
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+        return list_make1_oid(relid);
     List *leaves = NIL;
     ListCell *lc;
     foreach (lc, find_all_inheritors(relid, lockmode, nullptr)) {
         Oid child = lfirst_oid(lc);
-        if (get_rel_relkind(child) == RELKIND_RELATION) leaves = lappend_oid(leaves, child);
+        if (get_rel_relkind(child) == RELKIND_RELATION)
+            leaves = lappend_oid(leaves, child);
     }
     return leaves;
 }
@@ -81,7 +83,8 @@ const char *RelName(Oid relid) {
 // Runs SQL on the internal tables (caller holds SPI and internal access).
 void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls) {
     int rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
-    if (rc < 0) elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
+    if (rc < 0)
+        elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
 }
 
 }  // namespace
@@ -89,11 +92,13 @@ void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nul
 bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
-    Exec("SELECT token_column::text, scope, resource_column::text, resource_namespace,"
-         " on_stale, strict, require_token FROM fencing.protected"
-         " WHERE relid OPERATOR(pg_catalog.=) $1",
-         1, types, values, nullptr);
-    if (SPI_processed == 0) return false;
+    Exec(
+        "SELECT token_column::text, scope, resource_column::text, resource_namespace,"
+        " on_stale, strict, require_token FROM fencing.protected"
+        " WHERE relid OPERATOR(pg_catalog.=) $1",
+        1, types, values, nullptr);
+    if (SPI_processed == 0)
+        return false;
     HeapTuple t = SPI_tuptable->vals[0];
     TupleDesc d = SPI_tuptable->tupdesc;
     auto text_at = [&](int col) -> const char * {
@@ -102,13 +107,15 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     };
     row->relid = relid;
     strlcpy(row->token_column, text_at(1), NAMEDATALEN);
-    if (!ParseScope(text_at(2), &row->scope)) row->scope = Scope::kRow;
+    if (!ParseScope(text_at(2), &row->scope))
+        row->scope = Scope::kRow;
     strlcpy(row->resource_column, text_at(3), NAMEDATALEN);
     // Outlives SPI_finish: allocated in the caller's memory context.
     const char *name_space = text_at(4);
     row->resource_namespace = static_cast<char *>(SPI_palloc(strlen(name_space) + 1));
     strcpy(row->resource_namespace, name_space);
-    if (!ParseOnStale(text_at(5), &row->on_stale)) row->on_stale = OnStale::kError;
+    if (!ParseOnStale(text_at(5), &row->on_stale))
+        row->on_stale = OnStale::kError;
     row->strict = strcmp(text_at(6), "t") == 0;
     row->require_token = strcmp(text_at(7), "t") == 0;
     return true;
@@ -119,7 +126,8 @@ namespace {
 // A column's name, or nullptr once it has been dropped.
 char *LiveAttName(Oid relid, AttrNumber attnum) {
     HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
-    if (!HeapTupleIsValid(tup)) return nullptr;
+    if (!HeapTupleIsValid(tup))
+        return nullptr;
     auto *att = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tup));
     char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
     ReleaseSysCache(tup);
@@ -176,10 +184,12 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     stmt->replace = false;
     stmt->isconstraint = false;
     stmt->trigname = pstrdup(kGuardName);
-    stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
+    stmt->relation =
+        makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
     stmt->funcname = list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard")));
-    stmt->args = list_make2(makeString(pstrdup(encoded)),
-                            makeString(pstrdup(row.scope == Scope::kResource ? row.resource_namespace : "")));
+    stmt->args = list_make2(
+        makeString(pstrdup(encoded)),
+        makeString(pstrdup(row.scope == Scope::kResource ? row.resource_namespace : "")));
     stmt->row = true;
     stmt->timing = TRIGGER_TYPE_BEFORE;
     stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
@@ -203,7 +213,8 @@ void DeleteProtectedRow(Oid relid) {
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Caller holds SPI and internal access.
 void SyncGuards(Oid relid) {
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid))) return;
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        return;
     ProtectedRow row;
     bool is_protected = ReadProtectedRow(relid, &row);
     ListCell *lc;
@@ -217,7 +228,8 @@ void SyncGuards(Oid relid) {
             DeleteProtectedRow(leaf);
         }
         RemoveGuard(leaf);
-        if (is_protected) InstallGuard(leaf, row);
+        if (is_protected)
+            InstallGuard(leaf, row);
     }
     // Cached fenced-DML plans of a partitioned table depend on its leaves' guards.
     CacheInvalidateRelcacheByRelid(relid);
@@ -225,14 +237,17 @@ void SyncGuards(Oid relid) {
 }
 
 Oid TokenType() {
-    Exec("SELECT t.oid FROM pg_catalog.pg_type t JOIN pg_catalog.pg_extension e"
-         " ON t.typnamespace OPERATOR(pg_catalog.=) e.extnamespace"
-         " WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"
-         " AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'",
-         0, nullptr, nullptr, nullptr);
-    if (SPI_processed == 0) return InvalidOid;
+    Exec(
+        "SELECT t.oid FROM pg_catalog.pg_type t JOIN pg_catalog.pg_extension e"
+        " ON t.typnamespace OPERATOR(pg_catalog.=) e.extnamespace"
+        " WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"
+        " AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'",
+        0, nullptr, nullptr, nullptr);
+    if (SPI_processed == 0)
+        return InvalidOid;
     bool isnull;
-    return DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    return DatumGetObjectId(
+        SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 // Names of the fencing_token columns of a relation (at most two are needed).
@@ -243,8 +258,10 @@ int TokenColumns(Oid relid, char first[NAMEDATALEN]) {
     int count = 0;
     for (int i = 0; i < desc->natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(desc, i);
-        if (att->attisdropped || att->atttypid != token_type) continue;
-        if (count++ == 0) strlcpy(first, NameStr(att->attname), NAMEDATALEN);
+        if (att->attisdropped || att->atttypid != token_type)
+            continue;
+        if (count++ == 0)
+            strlcpy(first, NameStr(att->attname), NAMEDATALEN);
     }
     table_close(rel, AccessShareLock);
     return count;
@@ -267,25 +284,28 @@ void WriteProtectedRow(const ProtectedRow &row) {
     values[1] = NameGetDatum(&token_name);
     values[3] = NameGetDatum(&resource_name);
     char nulls[] = "        ";
-    if (!resource) nulls[3] = nulls[4] = 'n';
-    Exec("INSERT INTO fencing.protected AS p (relid, token_column, scope, resource_column,"
-         " resource_namespace, on_stale, strict, require_token)"
-         " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
-         " ON CONFLICT (relid) DO UPDATE SET token_column = excluded.token_column,"
-         " scope = excluded.scope, resource_column = excluded.resource_column,"
-         " resource_namespace = excluded.resource_namespace, on_stale = excluded.on_stale,"
-         " strict = excluded.strict, require_token = excluded.require_token",
-         8, types, values, nulls);
+    if (!resource)
+        nulls[3] = nulls[4] = 'n';
+    Exec(
+        "INSERT INTO fencing.protected AS p (relid, token_column, scope, resource_column,"
+        " resource_namespace, on_stale, strict, require_token)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        " ON CONFLICT (relid) DO UPDATE SET token_column = excluded.token_column,"
+        " scope = excluded.scope, resource_column = excluded.resource_column,"
+        " resource_namespace = excluded.resource_namespace, on_stale = excluded.on_stale,"
+        " strict = excluded.strict, require_token = excluded.require_token",
+        8, types, values, nulls);
 }
-
 
 // The nearest partition ancestor that is protected, if any.
 Oid ProtectedAncestor(Oid relid) {
-    if (!get_rel_relispartition(relid)) return InvalidOid;
+    if (!get_rel_relispartition(relid))
+        return InvalidOid;
     ListCell *lc;
     foreach (lc, get_partition_ancestors(relid)) {
         ProtectedRow row;
-        if (ReadProtectedRow(lfirst_oid(lc), &row)) return lfirst_oid(lc);
+        if (ReadProtectedRow(lfirst_oid(lc), &row))
+            return lfirst_oid(lc);
     }
     return InvalidOid;
 }
@@ -299,9 +319,9 @@ void RequireOwner(Oid relid) {
 void RequireTable(Oid relid) {
     char kind = get_rel_relkind(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
-        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("%s is not a table", RelName(relid)),
-                        errdetail("Only ordinary and partitioned tables can be fenced.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_WRONG_OBJECT_TYPE), errmsg("%s is not a table", RelName(relid)),
+                 errdetail("Only ordinary and partitioned tables can be fenced.")));
 }
 
 char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
@@ -310,10 +330,12 @@ char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
 
 Datum Protect(FunctionCallInfo fcinfo) {
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
     Oid relid = PG_GETARG_OID(0);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relid)));
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
     RequireTable(relid);
     RequireOwner(relid);
 
@@ -345,7 +367,8 @@ Datum Protect(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                             errmsg("table %s has no fencing_token column", RelName(relid)),
                             errhint("Name the token column: fencing_protect(%s, token_column => "
-                                    "'...').", quote_literal_cstr(RelName(relid)))));
+                                    "'...').",
+                                    quote_literal_cstr(RelName(relid)))));
         if (n > 1)
             ereport(ERROR, (errcode(ERRCODE_AMBIGUOUS_COLUMN),
                             errmsg("table %s has %d fencing_token columns", RelName(relid), n),
@@ -356,9 +379,10 @@ Datum Protect(FunctionCallInfo fcinfo) {
     AttrNumber token_attnum = RequireColumn(relid, row.token_column, "token");
     Oid token_type = get_atttype(relid, token_attnum);
     if (token_type != TokenType() && token_type != INT8OID)
-        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
-                        errmsg("token column \"%s\" must be of type fencing_token or bigint, not %s",
-                               row.token_column, format_type_be(token_type))));
+        ereport(ERROR,
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("token column \"%s\" must be of type fencing_token or bigint, not %s",
+                        row.token_column, format_type_be(token_type))));
     if (row.scope == Scope::kResource) {
         if (PG_ARGISNULL(3))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -369,8 +393,9 @@ Datum Protect(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));
     } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("resource_column and resource_namespace apply to resource scope only")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("resource_column and resource_namespace apply to resource scope only")));
     }
     if (OidIsValid(ProtectedAncestor(relid)))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -385,7 +410,8 @@ Datum Protect(FunctionCallInfo fcinfo) {
 // DDL hook, for one table created or altered by the current command.
 void OnTableDdl(Oid relid) {
     char kind = get_rel_relkind(relid);
-    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE) return;
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
         // Renames keep attnums: follow them from a guard to the new names.
@@ -394,7 +420,8 @@ void OnTableDdl(Oid relid) {
         if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
             Oid leaf = linitial_oid(guarded);
             char *token = LiveAttName(leaf, policy.token_attnum);
-            char *resource = policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
+            char *resource =
+                policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
             if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
                 ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
                                         RelName(relid), token == nullptr ? "token" : "resource")));
@@ -404,7 +431,8 @@ void OnTableDdl(Oid relid) {
             if (strcmp(token, row.token_column) != 0 ||
                 (resource != nullptr && strcmp(resource, row.resource_column) != 0)) {
                 strlcpy(row.token_column, token, NAMEDATALEN);
-                if (resource != nullptr) strlcpy(row.resource_column, resource, NAMEDATALEN);
+                if (resource != nullptr)
+                    strlcpy(row.resource_column, resource, NAMEDATALEN);
                 WriteProtectedRow(row);
                 return;
             }
@@ -417,14 +445,17 @@ void OnTableDdl(Oid relid) {
         SyncGuards(ancestor);
         return;
     }
-    if (!AutoProtectEnabled()) return;
+    if (!AutoProtectEnabled())
+        return;
     memset(&row, 0, sizeof(row));
     int n = TokenColumns(relid, row.token_column);
-    if (n == 0) return;
+    if (n == 0)
+        return;
     if (n > 1) {
-        ereport(NOTICE, (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
-                                RelName(relid), n),
-                         errhint("Call fencing_protect() with token_column => '...'.")));
+        ereport(NOTICE,
+                (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
+                        RelName(relid), n),
+                 errhint("Call fencing_protect() with token_column => '...'.")));
         return;
     }
     row.relid = relid;
@@ -439,14 +470,18 @@ void OnTableDdl(Oid relid) {
 
 using namespace fencing::pg;
 
-FENCING_FUNCTION(fencing_protect) { return Protect(fcinfo); }
+FENCING_FUNCTION(fencing_protect) {
+    return Protect(fcinfo);
+}
 
 FENCING_FUNCTION(fencing_unprotect) {
     if (PG_ARGISNULL(0))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
     Oid relid = PG_GETARG_OID(0);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("relation with OID %u does not exist", relid)));
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
     RequireOwner(relid);
     InternalAccess access;
     SPI_connect();
@@ -482,8 +517,10 @@ FENCING_FUNCTION(fencing_protected_sync) {
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
-    if (OidIsValid(old_relid) && old_relid != new_relid) SyncGuards(old_relid);
-    if (OidIsValid(new_relid)) SyncGuards(new_relid);
+    if (OidIsValid(old_relid) && old_relid != new_relid)
+        SyncGuards(old_relid);
+    if (OidIsValid(new_relid))
+        SyncGuards(new_relid);
     EndInternalAccess(&access);
     SPI_finish();
     return PointerGetDatum(nullptr);
@@ -493,7 +530,8 @@ FENCING_FUNCTION(fencing_protected_sync) {
 // or altered. Not granted to PUBLIC.
 FENCING_FUNCTION(fencing_on_table_ddl) {
     Oid relid = PG_GETARG_OID(0);
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid))) PG_RETURN_VOID();
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        PG_RETURN_VOID();
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);

@@ -35,12 +35,14 @@ struct ProbeEntry {
 HTAB *probe_cache = nullptr;
 
 void InvalidateProbe(Datum, Oid relid) {
-    if (probe_cache == nullptr) return;
+    if (probe_cache == nullptr)
+        return;
     HASH_SEQ_STATUS seq;
     hash_seq_init(&seq, probe_cache);
     for (auto *e = static_cast<ProbeEntry *>(hash_seq_search(&seq)); e != nullptr;
          e = static_cast<ProbeEntry *>(hash_seq_search(&seq))) {
-        if (relid == InvalidOid || e->relid == relid) e->valid = false;
+        if (relid == InvalidOid || e->relid == relid)
+            e->valid = false;
     }
 }
 
@@ -57,8 +59,10 @@ ProbeEntry *ProbeFor(Relation rel, const PrimaryKey &pk, Oid pkindex) {
     Oid relid = RelationGetRelid(rel);
     bool found;
     auto *entry = static_cast<ProbeEntry *>(hash_search(probe_cache, &relid, HASH_ENTER, &found));
-    if (found && entry->valid) return entry;
-    if (found && entry->plan != nullptr) SPI_freeplan(entry->plan);
+    if (found && entry->valid)
+        return entry;
+    if (found && entry->plan != nullptr)
+        SPI_freeplan(entry->plan);
     entry->plan = nullptr;
     entry->valid = false;
 
@@ -114,7 +118,8 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
     // Every operator is the primary key opclass's own equality operator, named
     // with its schema, so the caller's search_path cannot change what runs.
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkindex));
-    if (!HeapTupleIsValid(ixtup)) elog(ERROR, "cache lookup failed for index %u", pkindex);
+    if (!HeapTupleIsValid(ixtup))
+        elog(ERROR, "cache lookup failed for index %u", pkindex);
     bool isnull;
     Datum classdatum = SysCacheGetAttr(INDEXRELID, ixtup, Anum_pg_index_indclass, &isnull);
     oidvector *indclass = reinterpret_cast<oidvector *>(DatumGetPointer(classdatum));
@@ -130,7 +135,8 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
                  NameStr(att->attname));
         argtypes[i] = argtype;
         HeapTuple optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(eqop));
-        if (!HeapTupleIsValid(optup)) elog(ERROR, "cache lookup failed for operator %u", eqop);
+        if (!HeapTupleIsValid(optup))
+            elog(ERROR, "cache lookup failed for operator %u", eqop);
         auto *op = reinterpret_cast<Form_pg_operator>(GETSTRUCT(optup));
         appendStringInfo(sql, "%s%s OPERATOR(%s.%s) $%d", i > 0 ? " AND " : "",
                          quote_identifier(NameStr(att->attname)),
@@ -143,9 +149,11 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
 
 bool GetPrimaryKey(Relation rel, PrimaryKey *pk) {
     Oid index = RelationGetPrimaryKeyIndex(rel);
-    if (!OidIsValid(index)) return false;
+    if (!OidIsValid(index))
+        return false;
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));
-    if (!HeapTupleIsValid(ixtup)) elog(ERROR, "cache lookup failed for index %u", index);
+    if (!HeapTupleIsValid(ixtup))
+        elog(ERROR, "cache lookup failed for index %u", index);
     auto *ix = reinterpret_cast<Form_pg_index>(GETSTRUCT(ixtup));
     pk->natts = ix->indnkeyatts;
     for (int i = 0; i < pk->natts && i < 32; ++i) pk->attnums[i] = ix->indkey.values[i];
@@ -171,8 +179,9 @@ const char *RowKeyDescription(Relation rel, HeapTuple row) {
     TupleDesc desc = RelationGetDescr(rel);
     appendStringInfoString(&buf, "key (");
     for (int i = 0; i < pk.natts; ++i)
-        appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "",
-                         quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
+        appendStringInfo(
+            &buf, "%s%s", i > 0 ? ", " : "",
+            quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
     appendStringInfoString(&buf, ")=(");
     for (int i = 0; i < pk.natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(desc, pk.attnums[i] - 1);
@@ -190,7 +199,8 @@ const char *RowKeyDescription(Relation rel, HeapTuple row) {
 
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk)) return false;
+    if (!GetPrimaryKey(rel, &pk))
+        return false;
     Datum values[32];
     Datum key = KeyOfRow(rel, pk, new_row, values);
     Oid pkindex = RelationGetPrimaryKeyIndex(rel);
@@ -200,7 +210,8 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     BeginInternalAccess(&access);
     ProbeEntry *probe = ProbeFor(rel, pk, pkindex);
     int rc = SPI_execute_plan(probe->plan, values, nullptr, false, 1);
-    if (rc < 0) elog(ERROR, "fencing: key probe failed: %s", SPI_result_code_string(rc));
+    if (rc < 0)
+        elog(ERROR, "fencing: key probe failed: %s", SPI_result_code_string(rc));
     bool found = LookupTombstone(home_relid, key, hwm);
     EndInternalAccess(&access);
     SPI_finish();
@@ -209,7 +220,8 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
     PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk)) return;
+    if (!GetPrimaryKey(rel, &pk))
+        return;
     Datum values[32];
     Datum key = KeyOfRow(rel, pk, old_row, values);
     InternalAccess access;

@@ -9,10 +9,9 @@ namespace fencing::pg {
 
 Token TokenFromInt64(int64 value) {
     if (value < 0)
-        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                        errmsg("fencing_token out of range"),
-                        errdetail("A fencing token cannot be negative; got " INT64_FORMAT ".",
-                                  value)));
+        ereport(ERROR,
+                (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("fencing_token out of range"),
+                 errdetail("A fencing token cannot be negative; got " INT64_FORMAT ".", value)));
     return value;
 }
 
@@ -22,17 +21,17 @@ Token ParseTokenOrError(const char *text) {
         case ParseStatus::kOk:
             break;
         case ParseStatus::kSyntaxError:
-            ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-                            errmsg("invalid input syntax for type %s: \"%s\"", "fencing_token",
-                                   text),
-                            errhint("A fencing token is a decimal integer from 0 to %s, or "
-                                    "hexadecimal with a 0x prefix.",
-                                    "9223372036854775807")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+                     errmsg("invalid input syntax for type %s: \"%s\"", "fencing_token", text),
+                     errhint("A fencing token is a decimal integer from 0 to %s, or "
+                             "hexadecimal with a 0x prefix.",
+                             "9223372036854775807")));
             break;
         case ParseStatus::kOutOfRange:
-            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                            errmsg("value \"%s\" is out of range for type %s", text,
-                                   "fencing_token")));
+            ereport(ERROR,
+                    (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                     errmsg("value \"%s\" is out of range for type %s", text, "fencing_token")));
             break;
     }
     return result.value;
@@ -74,7 +73,9 @@ FENCING_FUNCTION(fencing_token_from_int4) {
     PG_RETURN_INT64(fencing::pg::TokenFromInt64(PG_GETARG_INT32(0)));
 }
 
-FENCING_FUNCTION(fencing_token_zxid_epoch) { PG_RETURN_INT64(fencing::ZxidEpoch(PG_GETARG_INT64(0))); }
+FENCING_FUNCTION(fencing_token_zxid_epoch) {
+    PG_RETURN_INT64(fencing::ZxidEpoch(PG_GETARG_INT64(0)));
+}
 
 FENCING_FUNCTION(fencing_token_zxid_counter) {
     PG_RETURN_INT64(fencing::ZxidCounter(PG_GETARG_INT64(0)));

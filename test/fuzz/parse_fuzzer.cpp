@@ -2,6 +2,7 @@
 //
 // It checks properties rather than merely calling the code; any violation
 // aborts through __builtin_trap() so libFuzzer records a crash.
+#include "core/policy.hpp"
 #include "core/token.hpp"
 
 #include <cstddef>
@@ -12,12 +13,17 @@
 
 namespace {
 
+using fencing::DecodePolicy;
+using fencing::EncodePolicy;
 using fencing::FormatToken;
 using fencing::kMaxToken;
+using fencing::kPolicyTextCapacity;
 using fencing::kTokenTextCapacity;
 using fencing::ParseResult;
 using fencing::ParseStatus;
 using fencing::ParseToken;
+using fencing::Policy;
+using fencing::Scope;
 using fencing::Token;
 
 void Check(bool ok) {
@@ -104,8 +110,27 @@ void CheckFormatRoundTrip(Token v) {
 
 }  // namespace
 
+// The guard trigger decodes its policy from trigger arguments: whatever
+// DecodePolicy accepts must be exactly what EncodePolicy writes back.
+void CheckPolicyRoundTrip(std::string_view text) {
+    Policy p;
+    if (!DecodePolicy(text, &p))
+        return;
+    Check(p.home_relid != 0 && p.token_attnum > 0 && p.token_attnum <= 1600);
+    Check((p.scope == Scope::kResource) == (p.resource_attnum != 0));
+    char encoded[kPolicyTextCapacity];
+    std::size_t n = EncodePolicy(p, encoded);
+    Check(n > 0 && n < kPolicyTextCapacity);
+    Policy again;
+    Check(DecodePolicy(std::string_view(encoded, n), &again));
+    Check(again.home_relid == p.home_relid && again.token_attnum == p.token_attnum &&
+          again.scope == p.scope && again.on_stale == p.on_stale && again.strict == p.strict &&
+          again.require_token == p.require_token && again.resource_attnum == p.resource_attnum);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t *data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char *>(data), size);
+    CheckPolicyRoundTrip(text);
     const ParseResult r = ParseToken(text);
 
     // Status is one of the three declared values and matches the reference model.
