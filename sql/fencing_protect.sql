@@ -2,9 +2,15 @@
 \set VERBOSITY default
 SET client_min_messages = notice;
 
+-- A bad fencing.token set before the library is loaded (a placeholder) is not
+-- silently dropped: writes that consult it fail.
+SET fencing.token = 'not-a-token';
 -- Declaring a fencing_token column is enough.
 CREATE TABLE inventory (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token);
 SELECT * FROM fencing_protected;
+INSERT INTO inventory VALUES ('SKU-001', 10, 33);
+\echo :LAST_ERROR_SQLSTATE
+RESET fencing.token;
 INSERT INTO inventory VALUES ('SKU-001', 10, 33);
 
 -- UPDATE: higher and equal tokens pass, a lower one is rejected with TF001.
