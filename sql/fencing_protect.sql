@@ -77,6 +77,23 @@ INSERT INTO inventory (item, stock) VALUES ('SKU-001', 10);
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO inventory VALUES ('SKU-001', 10, 36);
+-- An UPDATE that moves a row onto a deleted key is checked against its tombstone,
+-- and leaves a tombstone on the key it moves away from.
+INSERT INTO inventory VALUES ('SKU-TMP', 1, 35);
+UPDATE inventory SET item = 'SKU-GONE', fence = 35 WHERE item = 'SKU-TMP';
+BEGIN;
+SET LOCAL fencing.token = 37;
+DELETE FROM inventory WHERE item = 'SKU-GONE';
+COMMIT;
+INSERT INTO inventory VALUES ('SKU-TMP2', 1, 36);
+UPDATE inventory SET item = 'SKU-GONE', fence = 36 WHERE item = 'SKU-TMP2';
+\echo :LAST_ERROR_SQLSTATE
+UPDATE inventory SET item = 'SKU-GONE', fence = 37 WHERE item = 'SKU-TMP2';
+SELECT fencing_high_water('inventory', '{"item": "SKU-TMP2"}') AS left_behind;
+BEGIN;
+SET LOCAL fencing.token = 40;
+DELETE FROM inventory WHERE item = 'SKU-GONE';
+COMMIT;
 BEGIN;
 SET LOCAL fencing.token = 37;
 INSERT INTO inventory (item, stock) VALUES ('SKU-002', 5);
@@ -178,6 +195,20 @@ SET LOCAL fencing.token = 33;
 DELETE FROM orders WHERE id = 1;
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
+
+-- A row moved to another resource is a write to both resources.
+INSERT INTO orders VALUES (5, 'shard-low', 1, 10);
+BEGIN;
+SET LOCAL fencing.token = 33;
+UPDATE orders SET shard = 'shard-low' WHERE id = 1;
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SET LOCAL fencing.token = 35;
+UPDATE orders SET shard = 'shard-low' WHERE id = 1;
+COMMIT;
+SELECT fencing_resource_high_water('shard-7', 'shards') AS old_resource,
+       fencing_resource_high_water('shard-low', 'shards') AS new_resource;
 
 -- Table scope: one HWM for the whole table.
 CREATE TABLE ledger (id int PRIMARY KEY, note text, fence fencing_token);

@@ -22,7 +22,9 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "nodes/bitmapset.h"
 #include "utils/lsyscache.h"
+#include "utils/datum.h"
 #include "utils/rel.h"
+#include "utils/relcache.h"
 }
 
 namespace fencing::pg {
@@ -130,6 +132,30 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
     return false;
 }
 
+// Whether an UPDATE writes a different primary key. Only rows whose SET list
+// names a key column pay for the comparison.
+bool ChangesPrimaryKey(const GuardContext &g) {
+    Relation rel = g.rel;
+    // The relcache's own bitmap once computed (rd_indexattr set), else a copy.
+    const Bitmapset *pk = rel->rd_indexattr != nullptr
+                              ? rel->rd_pkattr
+                              : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+    if (pk == nullptr || !bms_overlap(pk, g.trigger->tg_updatedcols))
+        return false;
+    TupleDesc desc = RelationGetDescr(rel);
+    int member = -1;
+    while ((member = bms_next_member(pk, member)) >= 0) {
+        int attnum = member + FirstLowInvalidHeapAttributeNumber;
+        Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+        bool old_null, new_null;
+        Datum o = heap_getattr(g.old_row, attnum, desc, &old_null);
+        Datum n = heap_getattr(g.new_row, attnum, desc, &new_null);
+        if (old_null != new_null || (!old_null && !datumIsEqual(o, n, att->attbyval, att->attlen)))
+            return true;
+    }
+    return false;
+}
+
 Datum Guard(FunctionCallInfo fcinfo) {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -220,19 +246,23 @@ Datum Guard(FunctionCallInfo fcinfo) {
 
     switch (g.policy.scope) {
         case Scope::kRow: {
-            if (g.event == RowEvent::kInsert) {
+            // An UPDATE that changes the primary key leaves the old key (like a
+            // DELETE) and takes the new one (like an INSERT).
+            bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
+            if (fenced && g.event != RowEvent::kInsert && has_old_token &&
+                !Admits(offered.value, old_token, g.policy.strict)) {
+                Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
+                return PointerGetDatum(nullptr);
+            }
+            if (g.event == RowEvent::kInsert || moves_key) {
                 Token tombstone;
-                if (fenced && RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) &&
+                if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) && fenced &&
                     !Admits(offered.value, tombstone, g.policy.strict)) {
                     Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
                     return PointerGetDatum(nullptr);
                 }
-            } else if (fenced && has_old_token &&
-                       !Admits(offered.value, old_token, g.policy.strict)) {
-                Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
-                return PointerGetDatum(nullptr);
             }
-            if (g.event == RowEvent::kDelete && (has_old_token || fenced)) {
+            if ((g.event == RowEvent::kDelete || moves_key) && (has_old_token || fenced)) {
                 Token left = has_old_token ? old_token : offered.value;
                 if (fenced && offered.value > left)
                     left = offered.value;
@@ -240,15 +270,27 @@ Datum Guard(FunctionCallInfo fcinfo) {
             }
             break;
         }
-        case Scope::kResource:
-        case Scope::kTable: {
-            const char *resource = g.policy.scope == Scope::kResource
-                                       ? ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row)
-                                       : nullptr;
-            if (fenced && !SharedHwmAdmits(g, offered.value, resource))
+        case Scope::kResource: {
+            if (!fenced)
+                break;
+            const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
+            // A row moved to another resource is a write to both.
+            if (g.event == RowEvent::kUpdate &&
+                bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
+                              td->tg_updatedcols)) {
+                const char *old_resource = ResourceOf(g, g.old_row);
+                if (strcmp(old_resource, resource) != 0 &&
+                    !SharedHwmAdmits(g, offered.value, old_resource))
+                    return PointerGetDatum(nullptr);
+            }
+            if (!SharedHwmAdmits(g, offered.value, resource))
                 return PointerGetDatum(nullptr);
             break;
         }
+        case Scope::kTable:
+            if (fenced && !SharedHwmAdmits(g, offered.value, nullptr))
+                return PointerGetDatum(nullptr);
+            break;
     }
 
     if (g.event == RowEvent::kDelete)

@@ -5,6 +5,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/snapmgr.h"
 }
 
 namespace fencing::pg {
@@ -171,7 +172,14 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
 
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
-    Run(&tombstone_read, args);
+    // The latest snapshot, not the transaction's: under REPEATABLE READ a
+    // tombstone committed after our snapshot must still stop a stale INSERT.
+    int rc = SPI_execute_snapshot(Prepared(&tombstone_read), args, nullptr, GetLatestSnapshot(),
+                                  InvalidSnapshot, true, false, 1);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: internal statement failed: %s",
+                               SPI_result_code_string(rc))));
     return FirstInt8(hwm);
 }
 

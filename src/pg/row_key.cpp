@@ -12,8 +12,9 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -24,66 +25,24 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// Per-relation prepared lock probe, invalidated with the relation's relcache entry.
-struct ProbeEntry {
-    Oid relid;  // hash key
-    bool valid;
-    SPIPlanPtr plan;
-    int natts;
-    AttrNumber attnums[32];
-};
-HTAB *probe_cache = nullptr;
+// Serialises every INSERT and DELETE of one key of one protected table, for
+// the rest of the transaction: a stale INSERT that races a DELETE (or an
+// INSERT-then-DELETE) of the same key waits for it and then sees its
+// tombstone. The lock lives in the advisory lock space with a field4 that SQL's
+// pg_advisory_lock() never uses (it uses 1 and 2), so it cannot collide with
+// application advisory locks; a hash collision only makes two keys wait for
+// each other.
+constexpr uint16 kKeyLockClass = 0x4643;  // "FC"
 
-void InvalidateProbe(Datum, Oid relid) {
-    if (probe_cache == nullptr)
-        return;
-    HASH_SEQ_STATUS seq;
-    hash_seq_init(&seq, probe_cache);
-    for (auto *e = static_cast<ProbeEntry *>(hash_seq_search(&seq)); e != nullptr;
-         e = static_cast<ProbeEntry *>(hash_seq_search(&seq))) {
-        if (relid == InvalidOid || e->relid == relid)
-            e->valid = false;
-    }
-}
-
-ProbeEntry *ProbeFor(Relation rel, const PrimaryKey &pk, Oid pkindex) {
-    if (probe_cache == nullptr) {
-        HASHCTL ctl;
-        ctl.keysize = sizeof(Oid);
-        ctl.entrysize = sizeof(ProbeEntry);
-        ctl.hcxt = TopMemoryContext;
-        probe_cache =
-            hash_create("fencing probe plans", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
-        CacheRegisterRelcacheCallback(InvalidateProbe, 0);
-    }
-    Oid relid = RelationGetRelid(rel);
-    bool found;
-    auto *entry = static_cast<ProbeEntry *>(hash_search(probe_cache, &relid, HASH_ENTER, &found));
-    if (found && entry->valid)
-        return entry;
-    if (found && entry->plan != nullptr)
-        SPI_freeplan(entry->plan);
-    entry->plan = nullptr;
-    entry->valid = false;
-
-    // SELECT 1 FROM ONLY "s"."t" WHERE "a" OPERATOR("s".=) $1 AND ... FOR KEY SHARE
-    StringInfoData sql;
-    initStringInfo(&sql);
-    appendStringInfo(&sql, "SELECT 1 FROM ONLY %s WHERE ",
-                     quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-                                                RelationGetRelationName(rel)));
-    Oid argtypes[32];
-    AppendKeyPredicate(&sql, rel, pk, pkindex, argtypes);
-    appendStringInfoString(&sql, " FOR KEY SHARE");
-    SPIPlanPtr plan = SPI_prepare(sql.data, pk.natts, argtypes);
-    if (plan == nullptr)
-        elog(ERROR, "fencing: could not prepare key probe: %s", SPI_result_code_string(SPI_result));
-    SPI_keepplan(plan);
-    entry->plan = plan;
-    entry->natts = pk.natts;
-    for (int i = 0; i < pk.natts; ++i) entry->attnums[i] = pk.attnums[i];
-    entry->valid = true;
-    return entry;
+void LockKey(Oid home_relid, Datum key) {
+    ArrayType *array = DatumGetArrayTypeP(key);
+    uint64 h = hash_bytes_uint32_extended(home_relid, 0);
+    h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(ARR_DATA_PTR(array)),
+                            ARR_SIZE(array) - ARR_DATA_OFFSET(array), h);
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
+                         kKeyLockClass);
+    (void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 // Hex of the type's binary send form: unlike text output it does not depend
@@ -203,15 +162,11 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
         return false;
     Datum values[32];
     Datum key = KeyOfRow(rel, pk, new_row, values);
-    Oid pkindex = RelationGetPrimaryKeyIndex(rel);
+    LockKey(home_relid, key);
 
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
-    ProbeEntry *probe = ProbeFor(rel, pk, pkindex);
-    int rc = SPI_execute_plan(probe->plan, values, nullptr, false, 1);
-    if (rc < 0)
-        elog(ERROR, "fencing: key probe failed: %s", SPI_result_code_string(rc));
     bool found = LookupTombstone(home_relid, key, hwm);
     EndInternalAccess(&access);
     SPI_finish();
@@ -224,6 +179,7 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
         return;
     Datum values[32];
     Datum key = KeyOfRow(rel, pk, old_row, values);
+    LockKey(home_relid, key);
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);

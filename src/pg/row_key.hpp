@@ -16,12 +16,11 @@ namespace fencing::pg {
 // "key (id)=(5)", or the row's ctid when the table has no primary key.
 const char *RowKeyDescription(Relation rel, HeapTuple row);
 
-// The tombstone HWM for the new row's key, if any. Before reading it, the
-// live row with that key (if one exists, or is being deleted) is locked FOR
-// KEY SHARE: an in-flight DELETE of the key is waited for, and its tombstone
-// is then read with a fresh snapshot (READ COMMITTED) or raises a
-// serialization failure (REPEATABLE READ). False when the table has no
-// primary key or there is no tombstone.
+// The tombstone HWM for the new row's key, if any. It first takes the key's
+// transaction-long lock (which every fenced INSERT and DELETE of the key
+// takes), so an in-flight DELETE of the key is waited for; the tombstone is
+// then read with the latest snapshot, whatever the isolation level. False
+// when the table has no primary key or there is no tombstone.
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
