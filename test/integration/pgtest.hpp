@@ -137,7 +137,8 @@ protected:
 
     void TearDown() override {
         if (!conn_.ok()) return;
-        conn_.exec("ROLLBACK");  // in case a test left a transaction open
+        if (PQtransactionStatus(conn_.get()) != PQTRANS_IDLE)
+            conn_.exec("ROLLBACK");  // a test left a transaction open
         for (auto it = cleanup_.rbegin(); it != cleanup_.rend(); ++it) {
             Result r = conn_.exec(*it);
             EXPECT_TRUE(r.ok()) << "cleanup " << *it << ": " << r.error();
