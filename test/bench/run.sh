@@ -19,13 +19,18 @@
 # Workload (the same for every variant)
 #   Tables: id int PRIMARY KEY, shard int (= id % SHARDS), val int, tok
 #   (bigint, or fencing_token on protected tables); ROWS rows, val 0, tok 1;
-#   fillfactor 50 so that updates stay HOT on every table.
+#   fillfactor 50 so that updates stay HOT on every table (the HWM tables,
+#   fencing.resource_hwm and the PL/pgSQL one, keep the default).
 #   Execution i writes row id = ((i-1) % ROWS) + 1 and sets val to the number
 #   of times that row was written (val + 1). The defaults N1 = ROWS and
 #   N2 = 2*ROWS make the measured window exactly one more write to every row,
 #   after every row, page, plan and cache was touched once.
 #   Token: the same token (5, above the initial 1) every time, non-strict
 #   policies, so every write is admitted (and the check query proves it).
+#   Parameters are written as a client sends them: the row id as an integer
+#   literal, the token and JSON as quoted literals read by the parameter
+#   type's input function (an unquoted 5 for a bigint parameter would add a
+#   cast that EXECUTE plans on every call).
 #
 # Output: a table on stdout, machine-readable lines in test/bench/results.txt,
 # and per-write inclusive function costs of the row-fenced and fenced_update()
@@ -33,7 +38,9 @@
 # PASS or MISS; the script exits non-zero only when the bench itself broke.
 #
 # Knobs: BENCH_N1, BENCH_N2, BENCH_ROWS, BENCH_JOBS, BENCH_VARIANTS (names),
-# BENCH_KEEP=1 keeps the work directory, FENCING_PGPORT.
+# BENCH_KEEP=1 keeps the work directory, FENCING_PGPORT, and BENCH_SETUP_SQL:
+# SQL run at the end of the setup, for what-if runs (it is printed, and
+# recorded in results.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -70,12 +77,24 @@ done
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
 declare -A V_TABLE V_PREPARE V_EXEC V_TITLE
-ALL_VARIANTS=(plain ctrig row resource fupdate handcond plpgrow plpgres)
+ALL_VARIANTS=(plain plaintok tokunprot ctrig row resource fupdate handcond plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
 V_PREPARE[plain]='PREPARE p(int) AS UPDATE plain SET val = val + 1 WHERE id = $1'
 V_EXEC[plain]='EXECUTE p({ID})'
+
+# Two references that split the row-fenced cost: the same statement on
+# unprotected tables, with a bigint and with a fencing_token column.
+V_TITLE[plaintok]="1b plain, row-fenced shape (SET tok = \$2, bigint)"
+V_TABLE[plaintok]=plain_tok
+V_PREPARE[plaintok]='PREPARE p(int, bigint) AS UPDATE plain_tok SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[plaintok]="EXECUTE p({ID}, '$TOKEN')"
+
+V_TITLE[tokunprot]="1c plain, row-fenced shape, fencing_token column"
+V_TABLE[tokunprot]=tok_unprot
+V_PREPARE[tokunprot]='PREPARE p(int, fencing_token) AS UPDATE tok_unprot SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[tokunprot]="EXECUTE p({ID}, '$TOKEN')"
 
 V_TITLE[ctrig]="2 C trigger floor (suppress_redundant_updates_trigger)"
 V_TABLE[ctrig]=ctrig
@@ -85,34 +104,34 @@ V_EXEC[ctrig]='EXECUTE p({ID})'
 V_TITLE[row]="3 row-fenced UPDATE (fencing guard, row scope)"
 V_TABLE[row]=fenced
 V_PREPARE[row]='PREPARE p(int, fencing_token) AS UPDATE fenced SET val = val + 1, tok = $2 WHERE id = $1'
-V_EXEC[row]="EXECUTE p({ID}, $TOKEN)"
+V_EXEC[row]="EXECUTE p({ID}, '$TOKEN')"
 
 V_TITLE[resource]="4 resource-fenced UPDATE (fencing guard, resource scope)"
 V_TABLE[resource]=res_t
 V_PREPARE[resource]='PREPARE p(int, fencing_token) AS UPDATE res_t SET val = val + 1, tok = $2 WHERE id = $1'
-V_EXEC[resource]="EXECUTE p({ID}, $TOKEN)"
+V_EXEC[resource]="EXECUTE p({ID}, '$TOKEN')"
 
 V_TITLE[fupdate]="5 fenced_update() (jsonb key/changes parameters)"
 V_TABLE[fupdate]=fenced2
 V_PREPARE[fupdate]='PREPARE p(fencing_token, jsonb, jsonb) AS SELECT fenced_update('"'fenced2'"'::regclass, $1, $2, $3)'
-V_EXEC[fupdate]="EXECUTE p($TOKEN, '{\"id\": {ID}}', '{\"val\": {CYCLE}}')"
+V_EXEC[fupdate]="EXECUTE p('$TOKEN', '{\"id\": {ID}}', '{\"val\": {CYCLE}}')"
 
 V_TITLE[handcond]="6 hand-written conditional UPDATE (tok <= \$2)"
 V_TABLE[handcond]=plain2
 V_PREPARE[handcond]='PREPARE p(int, bigint) AS UPDATE plain2 SET val = val + 1, tok = $2 WHERE id = $1 AND tok <= $2'
-V_EXEC[handcond]="EXECUTE p({ID}, $TOKEN)"
+V_EXEC[handcond]="EXECUTE p({ID}, '$TOKEN')"
 
 V_TITLE[plpgrow]="7 PL/pgSQL trigger, row check"
 V_TABLE[plpgrow]=plpg_row
 V_PREPARE[plpgrow]='PREPARE p(int, bigint) AS UPDATE plpg_row SET val = val + 1, tok = $2 WHERE id = $1'
-V_EXEC[plpgrow]="EXECUTE p({ID}, $TOKEN)"
+V_EXEC[plpgrow]="EXECUTE p({ID}, '$TOKEN')"
 
 V_TITLE[plpgres]="8 PL/pgSQL trigger, resource HWM table"
 V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
-V_EXEC[plpgres]="EXECUTE p({ID}, $TOKEN)"
+V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [ctrig]=0 [row]=1 [resource]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [row]=1 [resource]=1 [fupdate]=1 [handcond]=1
                          [plpgrow]=1 [plpgres]=1)
 
 read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
@@ -162,17 +181,23 @@ CREATE EXTENSION fencing;
 
 -- Unprotected tables.
 CREATE TABLE plain    (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
+CREATE TABLE plain_tok (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
 CREATE TABLE ctrig    (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
 CREATE TABLE plain2   (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
 CREATE TABLE plpg_row (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
 CREATE TABLE plpg_res (id int PRIMARY KEY, shard int, val int, tok bigint) WITH (fillfactor = 50);
-CREATE TABLE plpg_hwm (res int PRIMARY KEY, hwm bigint NOT NULL) WITH (fillfactor = 50);
+-- The HWM table keeps the default fillfactor, as fencing.resource_hwm does.
+CREATE TABLE plpg_hwm (res int PRIMARY KEY, hwm bigint NOT NULL);
 
 -- Protected: a fencing_token column protects a table (row scope) by itself.
 CREATE TABLE fenced  (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE fenced2 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE res_t   (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 SELECT fencing_protect('res_t', scope => 'resource', resource_column => 'shard');
+-- A fencing_token column on a table left unprotected (reference 1c).
+SET fencing.auto_protect = off;
+CREATE TABLE tok_unprot (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+RESET fencing.auto_protect;
 
 -- 2. The near-empty builtin C trigger (it compares old and new tuple).
 CREATE TRIGGER ctrig_floor BEFORE UPDATE ON ctrig
@@ -203,6 +228,8 @@ CREATE TRIGGER plpg_res_check BEFORE UPDATE ON plpg_res
 
 INSERT INTO plpg_hwm SELECT s, 1 FROM generate_series(0, :shards - 1) s;
 INSERT INTO plain    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO plain_tok SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO tok_unprot SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO ctrig    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO plain2   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO plpg_row SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
@@ -211,9 +238,12 @@ INSERT INTO fenced   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) 
 INSERT INTO fenced2  SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO res_t    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 
-VACUUM ANALYZE;
-CHECKPOINT;
 SQL
+if [ -n "${BENCH_SETUP_SQL:-}" ]; then
+    echo "   extra setup (BENCH_SETUP_SQL): $BENCH_SETUP_SQL"
+    psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "$BENCH_SETUP_SQL" >/dev/null
+fi
+psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 # The setup must have protected exactly what the bench expects.
 protected=$(psql -X -At -d "$DB" -c "SELECT string_agg(table_name::text || ':' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected")
 if [ "$protected" != "fenced2:row fenced:row res_t:resource" ] &&
@@ -336,6 +366,7 @@ RESULTS=$BENCH_DIR/results.txt
 {
     echo "# fencing bench $(date -u +%Y-%m-%dT%H:%M:%SZ) commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- src sql 2>/dev/null || echo '+dirty')"
     echo "# postgres $("$PGBIN/postgres" --version | awk '{print $3}') --single ${SETTINGS[*]}; rows=$ROWS shards=$SHARDS token=$TOKEN N1=$N1 N2=$N2"
+    [ -n "${BENCH_SETUP_SQL:-}" ] && echo "# BENCH_SETUP_SQL: $BENCH_SETUP_SQL"
     echo "# variant ir_per_write ir_n1 ir_n2"
 } >"$RESULTS"
 
@@ -349,7 +380,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in ctrig | row | resource | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | row | resource | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -367,8 +398,19 @@ target() {  # target NAME A B LIMIT
 target "row-fenced / plain" row plain 1.05
 target "resource-fenced / plain" resource plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
-echo "  (reference: C trigger floor / plain = $(ratio ctrig plain)x," \
-     "PL/pgSQL row / plain = $(ratio plpgrow plain)x, PL/pgSQL resource / plain = $(ratio plpgres plain)x)"
+echo "References"
+reference() {  # reference NAME A B
+    local r
+    r=$(ratio "$2" "$3")
+    printf '  %-44s %7s\n' "$1" "${r}x"
+    echo "reference=$2/$3 ratio=$r" >>"$RESULTS"
+}
+reference "C trigger floor / plain" ctrig plain
+reference "row-fenced / same shape, unprotected (1c)" row tokunprot
+reference "row-fenced / PL/pgSQL row check" row plpgrow
+reference "resource-fenced / PL/pgSQL resource" resource plpgres
+reference "PL/pgSQL row check / plain" plpgrow plain
+reference "PL/pgSQL resource / plain" plpgres plain
 echo
 echo "results: ${RESULTS#"$REPO"/}"
 
@@ -378,75 +420,129 @@ echo "results: ${RESULTS#"$REPO"/}"
 # ---------------------------------------------------------------------------
 HOT=$BENCH_DIR/hotspots.txt
 : >"$HOT"
-per_function() {  # per_function VARIANT TOPN
-    local v=$1 top=$2 n
-    for n in "$N1" "$N2"; do
-        callgrind_annotate --inclusive=yes --threshold=100 \
-            "$WORK/runs/$v-$n/callgrind.out" >"$WORK/runs/$v-$n/inclusive.txt" 2>/dev/null
-    done
-    # Lines: "  1,234 (12.3%)  file:function [object]" (the column format
-    # varies a little between valgrind versions).
-    awk -v n1="$N1" -v n2="$N2" '
-        function parse(line,   ir, rest) {
-            if (line !~ /^ *[0-9,]+ /) return ""
-            ir = line; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
-            rest = line; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", rest)
-            sub(/^[^ ]*:/, "", rest)              # drop "file:"
-            sub(/ \[[^]]*\]$/, "", rest)          # drop " [object]"
-            key = rest; return ir
-        }
-        FNR == 1 { file++ }
-        { ir = parse($0); if (ir == "") next
-          if (file == 1) a[key] += ir; else b[key] += ir }
-        END {
-            for (k in b) {
-                d = (b[k] - (k in a ? a[k] : 0)) / (n2 - n1)
-                if (d >= 1) printf "%12.0f  %s\n", d, k
-            }
-        }' "$WORK/runs/$v-$N1/inclusive.txt" "$WORK/runs/$v-$N2/inclusive.txt" |
-        sort -rn | head -n "$top"
+# inclusive_table VARIANT N -> "Ir<TAB>function" for every function of one run.
+# callgrind splits a function by source file when code is inlined from
+# headers; the part that was called (the largest) carries the inclusive cost,
+# so the maximum per name is kept. Lines look like
+# "  1,234 (12.3%)  file:function [object]".
+inclusive_table() {
+    local out=$WORK/runs/$1-$2/inclusive.tsv
+    if [ ! -f "$out" ]; then
+        callgrind_annotate --inclusive=yes --threshold=100 --auto=no \
+            "$WORK/runs/$1-$2/callgrind.out" 2>/dev/null |
+            awk '
+                /^ *[0-9,]+ +\(/ {
+                    ir = $0; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
+                    name = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", name)
+                    if (name ~ /^PROGRAM TOTALS/) next
+                    sub(/ \[[^]]*\]$/, "", name)      # " [object]"
+                    sub(/^[^ :]*:/, "", name)         # "file:" (paths hold no colon)
+                    if (!(name in m) || ir + 0 > m[name]) m[name] = ir + 0
+                }
+                END { for (k in m) printf "%d\t%s\n", m[k], k }' >"$out"
+    fi
+    cat "$out"
 }
-callees_of() {  # callees_of VARIANT FUNCTION: per-write inclusive cost of its direct callees
-    local v=$1 fn=$2 n
-    for n in "$N1" "$N2"; do
-        callgrind_annotate --inclusive=yes --tree=calling --threshold=100 \
-            "$WORK/runs/$v-$n/callgrind.out" >"$WORK/runs/$v-$n/calling.txt" 2>/dev/null
-    done
-    # A function line is followed by its callees, each " ... >  file:callee".
-    awk -v n1="$N1" -v n2="$N2" -v fn="$fn" '
-        FNR == 1 { file++; inside = 0 }
-        /^ *[0-9,]+ .*[:*]/ && $0 !~ />/ {
-            line = $0; sub(/ \[[^]]*\]$/, "", line)
-            inside = (line ~ (":" fn "(\\(|$| )") || line ~ (":" fn "$")) ? 1 : 0
-            next
-        }
-        inside && />/ {
-            line = $0
-            ir = line; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
-            name = line; sub(/^.*> +/, "", name); sub(/^[^ ]*:/, "", name); sub(/ \[[^]]*\]$/, "", name)
-            if (file == 1) a[name] += ir; else b[name] += ir
-        }
-        END {
-            for (k in b) {
-                d = (b[k] - (k in a ? a[k] : 0)) / (n2 - n1)
-                if (d >= 1) printf "%12.0f  %s\n", d, k
-            }
-        }' "$WORK/runs/$v-$N1/calling.txt" "$WORK/runs/$v-$N2/calling.txt" | sort -rn
+# per_write VARIANT -> "Ir/write<TAB>function", largest first.
+per_write() {
+    local v=$1
+    { inclusive_table "$v" "$N1"; echo "--"; inclusive_table "$v" "$N2"; } |
+        awk -F'\t' -v d="$((N2 - N1))" '
+            $0 == "--" { second = 1; next }
+            !second { a[$2] = $1; next }
+            { x = ($1 - ($2 in a ? a[$2] : 0)) / d; if (x >= 1) printf "%.0f\t%s\n", x, $2 }' |
+        sort -t"$(printf '\t')" -k1,1nr
 }
-report_hotspots() {  # report_hotspots VARIANT ROOT_FUNCTION
-    local v=$1 root=$2
+# calling_table VARIANT N REGEX -> "Ir<TAB>callee": the direct callees of the
+# functions whose name matches REGEX, from callgrind_annotate --tree=calling
+# (a "*" line names the function, the ">" lines after it its callees).
+calling_table() {
+    local f=$WORK/runs/$1-$2/calling.txt
+    [ -f "$f" ] || callgrind_annotate --inclusive=yes --tree=calling --threshold=100 --auto=no \
+        "$WORK/runs/$1-$2/callgrind.out" >"$f" 2>/dev/null
+    # The regex goes through the environment: -v would eat its backslashes.
+    CALLER_RE=$3 awk '
+        function strip(s) {
+            sub(/ \[[^]]*\]$/, "", s); sub(/ \([0-9,]+x\)$/, "", s); sub(/^[^ :]*:/, "", s)
+            return s
+        }
+        /^ *[0-9,]+ +\([^)]*\) +\* +/ {
+            name = $0; sub(/^ *[0-9,]+ +\([^)]*\) +\* +/, "", name)
+            inside = strip(name) ~ ENVIRON["CALLER_RE"]; next
+        }
+        /^ *$/ { inside = 0; next }
+        inside && /^ *[0-9,]+ +\([^)]*\) +> +/ {
+            ir = $0; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
+            name = $0; sub(/^ *[0-9,]+ +\([^)]*\) +> +/, "", name)
+            sum[strip(name)] += ir
+        }
+        END { for (k in sum) printf "%d\t%s\n", sum[k], k }' "$f"
+}
+# callees VARIANT REGEX -> "Ir/write<TAB>callee", largest first.
+callees() {
+    { calling_table "$1" "$N1" "$2"; echo "--"; calling_table "$1" "$N2" "$2"; } |
+        awk -F'\t' -v d="$((N2 - N1))" '
+            $0 == "--" { second = 1; next }
+            !second { a[$2] = $1; next }
+            { x = ($1 - ($2 in a ? a[$2] : 0)) / d; if (x >= 1) printf "%.0f\t%s\n", x, $2 }' |
+        sort -t"$(printf '\t')" -k1,1nr
+}
+# compare A B -> functions where A costs more per write than B (at least 100
+# Ir), leaving out A's spine frames (above 75% of A's total).
+compare() {
+    { per_write "$1"; echo "--"; per_write "$2"; } |
+        awk -F'\t' -v total="${PER[$1]}" '
+            $0 == "--" { second = 1; next }
+            !second { a[$2] = $1; next }
+            { b[$2] = $1 }
+            END {
+                for (k in a) {
+                    if (a[k] > 0.75 * total) continue
+                    x = a[k] - (k in b ? b[k] : 0)
+                    if (x >= 100) printf "%d\t%s\n", x, k
+                }
+            }' |
+        sort -t"$(printf '\t')" -k1,1nr
+}
+# The call-stack spine every statement shares (main loop, portal, EXECUTE)
+# carries no information: frames above 75% of the variant's total are hidden.
+# Addresses are static functions of the stripped postgres binary.
+show() {  # show TOPN [TOTAL]
+    awk -F'\t' -v top="$1" -v total="${2:-0}" '
+        total > 0 && $1 > 0.75 * total { next }
+        shown < top {
+            name = length($2) > 110 ? substr($2, 1, 107) "..." : $2
+            printf "  %10s  %s\n", $1, name; shown++
+        }'
+}
+report_hotspots() {  # report_hotspots VARIANT CALLEE_REGEX BASELINE
+    local v=$1 re=$2 base=$3
     [ -n "${PER[$v]:-}" ] || return 0
-    {
-        echo "== ${V_TITLE[$v]}: ${PER[$v]} Ir/write"
-        echo "-- top functions, inclusive Ir per write"
-        per_function "$v" 25
-        echo "-- direct callees of $root, inclusive Ir per write"
-        callees_of "$v" "$root" | head -n 20
-        echo
-    } >>"$HOT"
+    echo "== ${V_TITLE[$v]}: ${PER[$v]} Ir/write"
+    echo "-- top functions, inclusive Ir per write (frames above 75% of the total hidden)"
+    per_write "$v" | show 20 "${PER[$v]}"
+    echo "-- direct callees of /$re/, inclusive Ir per write"
+    callees "$v" "$re" | show 15
+    if [ -n "${PER[$base]:-}" ]; then
+        echo "-- more than in '${V_TITLE[$base]}' (${PER[$base]} Ir/write): inclusive Ir per write, difference"
+        compare "$v" "$base" | show 25
+    fi
+    echo
 }
-report_hotspots row fencing_guard
-report_hotspots fupdate fenced_update
+{
+    echo "# Per-write inclusive Ir per function: (Ir(N=$N2) - Ir(N=$N1)) / $((N2 - N1))."
+    echo "# A function inlined from several files is counted at its largest part."
+    echo
+    report_hotspots row '^fencing_guard$' tokunprot
+    report_hotspots resource '::Run\(' plpgres
+    report_hotspots fupdate '::RunFenced\(' handcond
+    if [ -n "${PER[fupdate]:-}" ]; then
+        # SPI_execute_plan hands over to one static function: show its callees.
+        inner=$(callees fupdate '^SPI_execute_plan$' | awk -F'\t' 'NR == 1 { print $2 }')
+        echo "== fenced_update(): callees of SPI_execute_plan -> $inner, inclusive Ir per write"
+        [ -n "$inner" ] && callees fupdate "^${inner}\$" | show 12
+    fi
+} >"$HOT"
 if [ -s "$HOT" ]; then
     echo
     cat "$HOT"
