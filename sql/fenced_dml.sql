@@ -85,6 +85,31 @@ SELECT fenced_update('inventory', 50, '{"item": "SKU-001"}',
 SELECT fenced_update('inventory', 50, '{"item": "x''; DROP TABLE inventory; --"}', '{"stock": 0}');
 SELECT count(*) FROM inventory;
 
+-- Column sets are cached by exact names: "a b" is not "a" and "b".
+CREATE TABLE spaced (a int, b int, "a b" int, fence fencing_token, PRIMARY KEY (a, b));
+INSERT INTO spaced VALUES (1, 2, 0, 1);
+SELECT fenced_update('spaced', 2, '{"a": 1, "b": 2}', '{"a b": 5}');
+SELECT fenced_update('spaced', 2, '{"a b": 5}', '{"a": 1}');
+SELECT fenced_update('spaced', 2, '{"a": 1, "b": 2}', '{"a b": 6}');
+SELECT * FROM spaced;
+DROP TABLE spaced;
+
+-- Only the target's stale rows are skipped: a write that a user trigger
+-- cascades to another protected table is judged on its own and raises.
+CREATE TABLE audit (id int PRIMARY KEY, fence fencing_token);
+INSERT INTO audit VALUES (1, 100);
+CREATE FUNCTION touch_audit() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE audit SET fence = 50 WHERE id = 1;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER a_touch_audit BEFORE UPDATE ON inventory FOR EACH ROW EXECUTE FUNCTION touch_audit();
+SELECT fenced_update('inventory', 100, '{"item": "SKU-001"}', '{"stock": 4}');
+\echo :LAST_ERROR_SQLSTATE
+DROP TRIGGER a_touch_audit ON inventory;
+DROP FUNCTION touch_audit();
+DROP TABLE audit;
+
 -- Quoted identifiers and a multi-column key.
 CREATE TABLE "Odd Table" ("Key Part" int, "k2" text, "Value" int, "Fence" fencing_token,
                           PRIMARY KEY ("Key Part", k2));

@@ -210,6 +210,20 @@ COMMIT;
 SELECT fencing_resource_high_water('shard-7', 'shards') AS old_resource,
        fencing_resource_high_water('shard-low', 'shards') AS new_resource;
 
+-- Resource HWMs are keyed by canonical text: equal numerics share one HWM, and
+-- types whose text is not canonical are refused.
+CREATE TABLE by_number (id int PRIMARY KEY, res numeric, fence fencing_token);
+SELECT fencing_protect('by_number', scope => 'resource', resource_column => 'res',
+                       resource_namespace => 'numbers');
+INSERT INTO by_number VALUES (1, 1.0, 10);
+INSERT INTO by_number VALUES (2, 1.00, 5);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_high_water('by_number', '{"res": 1.000}');
+CREATE TABLE by_time (id int PRIMARY KEY, at timestamptz, fence fencing_token);
+SELECT fencing_protect('by_time', scope => 'resource', resource_column => 'at');
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE by_number, by_time;
+
 -- Table scope: one HWM for the whole table.
 CREATE TABLE ledger (id int PRIMARY KEY, note text, fence fencing_token);
 SELECT fencing_protect('ledger', scope => 'table');

@@ -66,7 +66,7 @@ const char *QualifiedName(Relation rel) {
 
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm) {
-    if (g.policy.on_stale == OnStale::kSkip || fenced_dml_depth > 0)
+    if (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))
         return;
     Relation home = g.rel;
     ereport(ERROR, (errcode(ERRCODE_FENCING_STALE_TOKEN),
@@ -102,10 +102,7 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
                         "NULL",
                         QualifiedName(g.rel), NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
                  errtable(g.rel)));
-    Oid output;
-    bool varlena;
-    getTypeOutputInfo(TupleDescAttr(desc, attnum - 1)->atttypid, &output, &varlena);
-    return OidOutputFunctionCall(output, d);
+    return ResourceKeyText(TupleDescAttr(desc, attnum - 1)->atttypid, d);
 }
 
 // Resource and table scope: one atomic check-and-raise on the HWM table.
@@ -130,6 +127,29 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
         appendStringInfoString(&where, "table-wide high-water mark");
     Stale(g, where.data, offered, verdict.hwm);
     return false;
+}
+
+// The last decoded policy, keyed by trigger OID and its exact text: rows of one
+// statement hit it, and a changed policy means a new trigger anyway.
+struct PolicyCache {
+    Oid tgoid = InvalidOid;
+    char text[kPolicyTextCapacity] = {};
+    Policy policy;
+};
+PolicyCache policy_cache;
+
+bool CachedPolicy(const Trigger *trigger, Policy *out) {
+    const char *text = trigger->tgargs[0];
+    if (trigger->tgoid != policy_cache.tgoid || strcmp(text, policy_cache.text) != 0) {
+        if (strlen(text) >= kPolicyTextCapacity || !DecodePolicy(text, &policy_cache.policy)) {
+            policy_cache.tgoid = InvalidOid;
+            return false;
+        }
+        strcpy(policy_cache.text, text);
+        policy_cache.tgoid = trigger->tgoid;
+    }
+    *out = policy_cache.policy;
+    return true;
 }
 
 // Whether an UPDATE writes a different primary key. Only rows whose SET list
@@ -169,7 +189,7 @@ Datum Guard(FunctionCallInfo fcinfo) {
     g.trigger = td;
     g.rel = td->tg_relation;
     TupleDesc desc = RelationGetDescr(g.rel);
-    if (td->tg_trigger->tgnargs != 2 || !DecodePolicy(td->tg_trigger->tgargs[0], &g.policy))
+    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
     g.name_space = td->tg_trigger->tgargs[1];
     int attnum = g.policy.token_attnum;
@@ -216,7 +236,7 @@ Datum Guard(FunctionCallInfo fcinfo) {
                         errdetail("A fencing token cannot be negative."), errtable(g.rel)));
 
     Token session_token;
-    bool session_set = SessionToken(&session_token);
+    bool session_set = SessionToken(g.policy.home_relid, &session_token);
     OfferedToken offered;
     if (!ResolveOfferedToken(column_carried, new_token, session_set, session_token, &offered))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

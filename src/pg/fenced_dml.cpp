@@ -230,6 +230,43 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
     e->valid = true;
 }
 
+// Builds a plan-cache key without printf: it runs on every call.
+struct CacheKey {
+    char *buf;
+    Size len;
+    bool fits;
+    void Char(char c) {
+        if (len + 1 < kCacheKeySize)
+            buf[len++] = c;
+        else
+            fits = false;
+    }
+    void Number(uint64 n) {
+        char digits[20];
+        int d = 0;
+        do {
+            digits[d++] = static_cast<char>('0' + n % 10);
+            n /= 10;
+        } while (n != 0);
+        while (d > 0) Char(digits[--d]);
+        Char(' ');
+    }
+    void Name(const char *name) {
+        Size n = strlen(name);
+        Number(n);
+        if (len + n + 1 >= kCacheKeySize) {
+            fits = false;
+            return;
+        }
+        memcpy(buf + len, name, n);
+        len += n;
+    }
+    bool Finish() {
+        buf[len < kCacheKeySize ? len : kCacheKeySize - 1] = '\0';
+        return fits;
+    }
+};
+
 PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members &second) {
     if (plan_cache == nullptr) {
         HASHCTL ctl;
@@ -240,14 +277,16 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
                                  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
         CacheRegisterRelcacheCallback(InvalidatePlans, 0);
     }
+    // "<relid> <kind> <len>:<name>... | <len>:<name>...": names are length-
+    // prefixed, since a column name may contain any character but NUL.
     char key[kCacheKeySize];
-    int len = snprintf(key, sizeof(key), "%u %c", relid, static_cast<char>(kind));
-    for (int i = 0; i < first.count && len < static_cast<int>(sizeof(key)); ++i)
-        len += snprintf(key + len, sizeof(key) - len, " %s", first.names[i]);
-    len += len < static_cast<int>(sizeof(key)) ? snprintf(key + len, sizeof(key) - len, " |") : 0;
-    for (int i = 0; i < second.count && len < static_cast<int>(sizeof(key)); ++i)
-        len += snprintf(key + len, sizeof(key) - len, " %s", second.names[i]);
-    if (len >= static_cast<int>(sizeof(key)))
+    CacheKey k{key, 0, true};
+    k.Number(relid);
+    k.Char(static_cast<char>(kind));
+    for (int i = 0; i < first.count; ++i) k.Name(first.names[i]);
+    k.Char('|');
+    for (int i = 0; i < second.count; ++i) k.Name(second.names[i]);
+    if (!k.Finish())
         ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                         errmsg("column names too long for a fenced statement")));
     bool found;
@@ -317,7 +356,10 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     nulls[e->ncolumns + 1] = '\0';
 
     uint64 written;
+    Oid saved_relid = fenced_dml_relid;
+    Token saved_token = fenced_dml_token;
     fenced_dml_token = token;
+    fenced_dml_relid = relid;
     fenced_dml_depth++;
     PG_TRY();
     {
@@ -328,7 +370,11 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
         written = SPI_processed;
     }
     PG_FINALLY();
-    { fenced_dml_depth--; }
+    {
+        fenced_dml_depth--;
+        fenced_dml_relid = saved_relid;
+        fenced_dml_token = saved_token;
+    }
     PG_END_TRY();
     SPI_finish();
     PG_RETURN_INT64(static_cast<int64>(written));

@@ -12,6 +12,7 @@ namespace fencing::pg {
 
 int fenced_dml_depth = 0;
 Token fenced_dml_token = 0;
+Oid fenced_dml_relid = InvalidOid;
 
 namespace {
 
@@ -81,17 +82,21 @@ void DefineSettings() {
     MarkGUCPrefixReserved("fencing");
 }
 
-bool SessionToken(Token *out) {
-    if (fenced_dml_depth > 0) {
+bool FencedDmlSkips(Oid home_relid) {
+    return fenced_dml_depth > 0 && home_relid == fenced_dml_relid;
+}
+
+bool SessionToken(Oid home_relid, Token *out) {
+    if (FencedDmlSkips(home_relid)) {
         *out = fenced_dml_token;
         return true;
     }
     if (!session_token_valid)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-                        errmsg("invalid value for parameter \"fencing.token\": \"%s\"",
-                               token_setting),
-                        errdetail("It was set before the fencing library was loaded."),
-                        errhint("SET LOCAL fencing.token to a valid token, or RESET it.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+                 errmsg("invalid value for parameter \"fencing.token\": \"%s\"", token_setting),
+                 errdetail("It was set before the fencing library was loaded."),
+                 errhint("SET LOCAL fencing.token to a valid token, or RESET it.")));
     *out = session_token_value;
     return session_token_set;
 }

@@ -128,10 +128,7 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     if (isnull)
         ereport(ERROR,
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be null")));
-    Oid output;
-    bool varlena;
-    getTypeOutputInfo(type, &output, &varlena);
-    return OidOutputFunctionCall(output, d);
+    return ResourceKeyText(type, d);
 }
 
 Datum HighWaterOfTable(FunctionCallInfo fcinfo) {

@@ -177,9 +177,9 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
     int rc = SPI_execute_snapshot(Prepared(&tombstone_read), args, nullptr, GetLatestSnapshot(),
                                   InvalidSnapshot, true, false, 1);
     if (rc < 0)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                        errmsg("fencing: internal statement failed: %s",
-                               SPI_result_code_string(rc))));
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
     return FirstInt8(hwm);
 }
 

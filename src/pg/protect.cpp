@@ -11,6 +11,7 @@
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/protect.hpp"
+#include "pg/row_key.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -388,7 +389,16 @@ Datum Protect(FunctionCallInfo fcinfo) {
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource scope needs a resource_column")));
         strlcpy(row.resource_column, NameStr(*PG_GETARG_NAME(3)), NAMEDATALEN);
-        RequireColumn(relid, row.resource_column, "resource");
+        Oid resource_type =
+            get_atttype(relid, RequireColumn(relid, row.resource_column, "resource"));
+        if (!ResourceTypeIsCanonical(resource_type))
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("resource column \"%s\" has type %s, whose text form is not canonical",
+                            row.resource_column, format_type_be(resource_type)),
+                     errdetail("Resource HWMs are keyed by the value's text, so equal values must "
+                               "print alike: use text, varchar, an integer type, uuid, numeric, "
+                               "bool, an enum or fencing_token.")));
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));

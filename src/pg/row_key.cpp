@@ -16,6 +16,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -48,6 +49,10 @@ void LockKey(Oid home_relid, Datum key) {
 // Hex of the type's binary send form: unlike text output it does not depend
 // on DateStyle, TimeZone or extra_float_digits.
 text *KeyElement(Oid type, Datum value) {
+    // numeric's binary form keeps the display scale: 1.0 and 1.00 are equal
+    // keys, so numeric uses its normalized text instead.
+    if (getBaseType(type) == NUMERICOID)
+        return cstring_to_text(numeric_normalize(DatumGetNumeric(value)));
     Oid send;
     bool varlena;
     getTypeBinaryOutputInfo(type, &send, &varlena);
@@ -104,6 +109,43 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
         ReleaseSysCache(optup);
     }
     ReleaseSysCache(ixtup);
+}
+
+bool ResourceTypeIsCanonical(Oid type) {
+    Oid base = getBaseType(type);
+    switch (base) {
+        case TEXTOID:
+        case VARCHAROID:
+        case NAMEOID:
+        case INT2OID:
+        case INT4OID:
+        case INT8OID:
+        case OIDOID:
+        case UUIDOID:
+        case BOOLOID:
+        case NUMERICOID:
+            return true;
+        default:
+            // Enums print their label; fencing_token prints its decimal value.
+            if (type_is_enum(base))
+                return true;
+            HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(base));
+            if (!HeapTupleIsValid(tup))
+                return false;
+            bool token = strcmp(NameStr(reinterpret_cast<Form_pg_type>(GETSTRUCT(tup))->typname),
+                                "fencing_token") == 0;
+            ReleaseSysCache(tup);
+            return token;
+    }
+}
+
+char *ResourceKeyText(Oid type, Datum value) {
+    if (getBaseType(type) == NUMERICOID)
+        return numeric_normalize(DatumGetNumeric(value));
+    Oid output;
+    bool varlena;
+    getTypeOutputInfo(type, &output, &varlena);
+    return OidOutputFunctionCall(output, value);
 }
 
 bool GetPrimaryKey(Relation rel, PrimaryKey *pk) {

@@ -29,6 +29,14 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 // The tombstone key of given primary-key values, in index column order.
 Datum TombstoneKey(int natts, const Oid *types, const Datum *values);
 
+// Resource scope keys HWMs by the resource value's text. Only types whose text
+// form is canonical for their equality qualify: text, varchar, name, integers,
+// oid, uuid, bool, numeric (normalized), enums and fencing_token. Not
+// timestamptz or date (their text follows TimeZone/DateStyle), float, char(n)
+// (padding) or case-insensitive types.
+bool ResourceTypeIsCanonical(Oid type);
+char *ResourceKeyText(Oid type, Datum value);
+
 // Primary key columns of a relation; false when it has none.
 struct PrimaryKey {
     int natts;
