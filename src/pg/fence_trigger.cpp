@@ -107,15 +107,10 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
 
 // Resource and table scope: one atomic check-and-raise on the HWM table.
 bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource) {
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
     HwmVerdict verdict =
         g.policy.scope == Scope::kResource
             ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
             : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
-    EndInternalAccess(&access);
-    SPI_finish();
     if (verdict.admitted)
         return true;
     StringInfoData where;

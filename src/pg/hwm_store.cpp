@@ -1,6 +1,19 @@
 #include "pg/hwm_store.hpp"
 
 extern "C" {
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/indexing.h"
+#include "catalog/namespace.h"
+#include "executor/tuptable.h"
+#include "utils/fmgroids.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -114,27 +127,155 @@ bool FirstInt8(Token *out) {
 // Steps 2 and 3 can lose a race with a concurrent first write; then the loop
 // runs again against the row that writer committed. In REPEATABLE READ such a
 // race raises a serialization failure inside step 3 instead.
-HwmVerdict CheckAndRaise(InternalStatement *raise, InternalStatement *read,
-                         InternalStatement *first, Datum *raise_args, Datum *read_args,
-                         Datum *first_args, Token offered, bool strict) {
-    for (int attempt = 0; attempt < 8; ++attempt) {
-        if (Run(raise, raise_args) > 0)
-            return {true, offered};
+HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read,
+                               InternalStatement *first, Datum *raise_args, Datum *read_args,
+                               Datum *first_args, Token offered, bool strict) {
+    InternalAccess access;
+    SPI_connect();
+    BeginInternalAccess(&access);
+    HwmVerdict verdict = {false, 0};
+    bool settled = false;
+    for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
+        if (Run(raise, raise_args) > 0) {
+            verdict = {true, offered};
+            settled = true;
+            break;
+        }
         Run(read, read_args);
         Token hwm;
         if (FirstInt8(&hwm)) {
-            if (!Admits(offered, hwm, strict))
-                return {false, hwm};
+            if (!Admits(offered, hwm, strict)) {
+                verdict = {false, hwm};
+                settled = true;
+            }
             continue;
         }
-        if (Run(first, first_args) > 0)
-            return {true, offered};
+        if (Run(first, first_args) > 0) {
+            verdict = {true, offered};
+            settled = true;
+        }
     }
+    EndInternalAccess(&access);
+    SPI_finish();
+    if (settled)
+        return verdict;
     ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
                     errmsg("could not settle the fencing high-water mark under concurrent "
                            "first writes"),
                     errhint("Retry the transaction.")));
     pg_unreachable();
+}
+
+
+// The fast path: the HWM row is found through the primary key index, locked
+// (following its update chain to the newest version under READ COMMITTED, as
+// EvalPlanQual does), compared, and raised in place. No planner, no executor.
+// The lock is held to commit. A missing row (a first write) falls back to the
+// SPI statements above, which handle concurrent first writes.
+struct DirectTable {
+    const char *name;
+    int nkeys;
+    RegProcedure key_eq[2];
+    AttrNumber hwm_attnum;
+    Oid relid;
+    Oid index;
+};
+
+DirectTable resource_direct = {"resource_hwm", 2, {F_TEXTEQ, F_TEXTEQ}, 3, InvalidOid, InvalidOid};
+DirectTable table_direct = {"table_hwm", 1, {F_OIDEQ, InvalidOid}, 2, InvalidOid, InvalidOid};
+bool direct_callback_registered = false;
+
+void ForgetDirectTables(Datum, Oid relid) {
+    for (DirectTable *t : {&resource_direct, &table_direct}) {
+        if (relid == InvalidOid || relid == t->relid || relid == t->index) {
+            t->relid = InvalidOid;
+            t->index = InvalidOid;
+        }
+    }
+}
+
+bool ResolveDirectTable(DirectTable *t) {
+    if (OidIsValid(t->relid))
+        return true;
+    if (!direct_callback_registered) {
+        CacheRegisterRelcacheCallback(ForgetDirectTables, 0);
+        direct_callback_registered = true;
+    }
+    Oid nsp = get_namespace_oid("fencing", true);
+    Oid relid = OidIsValid(nsp) ? get_relname_relid(t->name, nsp) : InvalidOid;
+    if (!OidIsValid(relid))
+        return false;
+    Relation rel = table_open(relid, AccessShareLock);
+    Oid index = RelationGetPrimaryKeyIndex(rel);
+    table_close(rel, AccessShareLock);
+    if (!OidIsValid(index))
+        return false;
+    t->relid = relid;
+    t->index = index;
+    return true;
+}
+
+// True when settled (verdict filled in); false when the row does not exist.
+bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool strict,
+                         HwmVerdict *verdict) {
+    if (!ResolveDirectTable(t))
+        return false;
+    Relation rel = table_open(t->relid, RowExclusiveLock);
+    Relation index = index_open(t->index, RowExclusiveLock);
+    ScanKeyData keys[2];
+    for (int i = 0; i < t->nkeys; ++i)
+        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+                               index->rd_indcollation[i], t->key_eq[i], key[i]);
+    Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    IndexScanDesc scan = index_beginscan(rel, index, snapshot, t->nkeys, 0);
+    index_rescan(scan, keys, t->nkeys, nullptr, 0);
+    bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    ItemPointerData tid;
+    if (found)
+        tid = slot->tts_tid;
+    index_endscan(scan);
+
+    bool settled = false;
+    if (found) {
+        TM_FailureData failure;
+        TM_Result result = table_tuple_lock(
+            rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleNoKeyExclusive,
+            LockWaitBlock, IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+            &failure);
+        if (result == TM_Ok) {
+            bool isnull;
+            Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
+            if (!Admits(offered, hwm, strict)) {
+                *verdict = {false, hwm};
+            } else {
+                if (offered > hwm) {
+                    bool should_free;
+                    HeapTuple old_version = ExecFetchSlotHeapTuple(slot, true, &should_free);
+                    Datum value = Int64GetDatum(offered);
+                    bool value_null = false;
+                    int attnum = t->hwm_attnum;
+                    HeapTuple raised = heap_modify_tuple_by_cols(
+                        old_version, RelationGetDescr(rel), 1, &attnum, &value, &value_null);
+                    CatalogTupleUpdate(rel, &slot->tts_tid, raised);
+                    CommandCounterIncrement();
+                }
+                *verdict = {true, offered};
+            }
+            settled = true;
+        } else if ((result == TM_Updated || result == TM_Deleted) && IsolationUsesXactSnapshot()) {
+            ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                            errmsg("could not serialize access due to concurrent update of a "
+                                   "fencing high-water mark")));
+        }
+        // Otherwise (deleted by fencing_reset, or changed by this very
+        // command) the SPI path settles it.
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    UnregisterSnapshot(snapshot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+    return settled;
 }
 
 }  // namespace
@@ -154,20 +295,28 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
                                  bool strict) {
     Datum ns = CStringGetTextDatum(name_space);
     Datum res = CStringGetTextDatum(resource);
+    HwmVerdict verdict;
+    Datum key[] = {ns, res};
+    if (DirectCheckAndRaise(&resource_direct, key, offered, strict, &verdict))
+        return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
     Datum first_args[] = {ns, res, Int64GetDatum(offered)};
-    return CheckAndRaise(&resource_raise, &resource_read, &resource_first, raise_args, read_args,
-                         first_args, offered, strict);
+    return CheckAndRaiseViaSpi(&resource_raise, &resource_read, &resource_first, raise_args,
+                               read_args, first_args, offered, strict);
 }
 
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum rel = ObjectIdGetDatum(home_relid);
+    HwmVerdict verdict;
+    Datum key[] = {rel};
+    if (DirectCheckAndRaise(&table_direct, key, offered, strict, &verdict))
+        return verdict;
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    return CheckAndRaise(&table_raise, &table_read, &table_first, raise_args, read_args, first_args,
-                         offered, strict);
+    return CheckAndRaiseViaSpi(&table_raise, &table_read, &table_first, raise_args, read_args,
+                               first_args, offered, strict);
 }
 
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {

@@ -25,11 +25,12 @@ struct InternalAccess {
 void BeginInternalAccess(InternalAccess *saved);
 void EndInternalAccess(const InternalAccess *saved);
 
-// Caller must be connected to SPI and inside internal access.
+// Atomic check-and-raise of a shared HWM. Manage their own SPI connection.
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict);
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
+// Caller must be connected to SPI and inside internal access.
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 
