@@ -7,7 +7,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/indexing.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
@@ -215,6 +215,16 @@ bool ResolveDirectTable(DirectTable *t) {
     return true;
 }
 
+void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
+    IndexInfo *info = BuildIndexInfo(index);
+    Datum values[INDEX_MAX_KEYS];
+    bool isnull[INDEX_MAX_KEYS];
+    for (int i = 0; i < info->ii_NumIndexAttrs; ++i)
+        values[i] = heap_getattr(tuple, info->ii_IndexAttrNumbers[i], RelationGetDescr(rel),
+                                 &isnull[i]);
+    index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES, false, info);
+}
+
 // True when settled (verdict filled in); false when the row does not exist.
 bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool strict,
                          HwmVerdict *verdict) {
@@ -257,7 +267,14 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
                     int attnum = t->hwm_attnum;
                     HeapTuple raised = heap_modify_tuple_by_cols(
                         old_version, RelationGetDescr(rel), 1, &attnum, &value, &value_null);
-                    CatalogTupleUpdate(rel, &slot->tts_tid, raised);
+                    // We hold the row lock, so the update cannot meet a
+                    // concurrent one. The key columns do not change: with
+                    // fillfactor 50 the new version is usually heap-only and
+                    // needs no index entry.
+                    simple_heap_update(rel, &slot->tts_tid, raised);
+                    if (!HeapTupleIsHeapOnly(raised))
+                        InsertIndexEntry(rel, index, raised);
+                    // Later rows of this statement must see the raised HWM.
                     CommandCounterIncrement();
                 }
                 *verdict = {true, offered};

@@ -77,7 +77,7 @@ done
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
 declare -A V_TABLE V_PREPARE V_EXEC V_TITLE
-ALL_VARIANTS=(plain plaintok tokunprot ctrig row resource fupdate handcond plpgrow plpgres)
+ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row resource resrise fupdate handcond plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
@@ -101,6 +101,12 @@ V_TABLE[ctrig]=ctrig
 V_PREPARE[ctrig]='PREPARE p(int) AS UPDATE ctrig SET val = val + 1 WHERE id = $1'
 V_EXEC[ctrig]='EXECUTE p({ID})'
 
+# The same C trigger on the row-fenced statement shape: the floor for 3.
+V_TITLE[ctrigtok]="2b C trigger floor, row-fenced shape"
+V_TABLE[ctrigtok]=ctrig_tok
+V_PREPARE[ctrigtok]='PREPARE p(int, fencing_token) AS UPDATE ctrig_tok SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[ctrigtok]="EXECUTE p({ID}, '$TOKEN')"
+
 V_TITLE[row]="3 row-fenced UPDATE (fencing guard, row scope)"
 V_TABLE[row]=fenced
 V_PREPARE[row]='PREPARE p(int, fencing_token) AS UPDATE fenced SET val = val + 1, tok = $2 WHERE id = $1'
@@ -110,6 +116,12 @@ V_TITLE[resource]="4 resource-fenced UPDATE (fencing guard, resource scope)"
 V_TABLE[resource]=res_t
 V_PREPARE[resource]='PREPARE p(int, fencing_token) AS UPDATE res_t SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[resource]="EXECUTE p({ID}, '$TOKEN')"
+
+# Every write raises its resource's HWM (a rising token per write).
+V_TITLE[resrise]="4b resource-fenced UPDATE, token rising every write"
+V_TABLE[resrise]=res_rise
+V_PREPARE[resrise]='PREPARE p(int, fencing_token) AS UPDATE res_rise SET val = val + 1, tok = $2 WHERE id = $1'
+V_EXEC[resrise]="EXECUTE p({ID}, '{RISING}')"
 
 V_TITLE[fupdate]="5 fenced_update() (jsonb key/changes parameters)"
 V_TABLE[fupdate]=fenced2
@@ -131,7 +143,7 @@ V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [row]=1 [resource]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [resource]=1 [resrise]=1 [fupdate]=1 [handcond]=1
                          [plpgrow]=1 [plpgres]=1)
 
 read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
@@ -194,10 +206,16 @@ CREATE TABLE fenced  (id int PRIMARY KEY, shard int, val int, tok fencing_token)
 CREATE TABLE fenced2 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE res_t   (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 SELECT fencing_protect('res_t', scope => 'resource', resource_column => 'shard');
+CREATE TABLE res_rise (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+SELECT fencing_protect('res_rise', scope => 'resource', resource_column => 'shard',
+                       resource_namespace => 'rising');
 -- A fencing_token column on a table left unprotected (reference 1c).
 SET fencing.auto_protect = off;
 CREATE TABLE tok_unprot (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+CREATE TABLE ctrig_tok (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 RESET fencing.auto_protect;
+CREATE TRIGGER ctrig_tok_floor BEFORE UPDATE ON ctrig_tok
+    FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
 
 -- 2. The near-empty builtin C trigger (it compares old and new tuple).
 CREATE TRIGGER ctrig_floor BEFORE UPDATE ON ctrig
@@ -237,6 +255,8 @@ INSERT INTO plpg_res SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) 
 INSERT INTO fenced   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO fenced2  SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO res_t    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO res_rise SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO ctrig_tok SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 
 SQL
 if [ -n "${BENCH_SETUP_SQL:-}" ]; then
@@ -246,8 +266,7 @@ fi
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 # The setup must have protected exactly what the bench expects.
 protected=$(psql -X -At -d "$DB" -c "SELECT string_agg(table_name::text || ':' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected")
-if [ "$protected" != "fenced2:row fenced:row res_t:resource" ] &&
-   [ "$protected" != "fenced:row fenced2:row res_t:resource" ]; then
+if [ "$protected" != "fenced:row fenced2:row res_rise:resource res_t:resource" ]; then
     echo "bench: unexpected protection after setup: '$protected'" >&2
     exit 1
 fi
@@ -265,16 +284,19 @@ run_one() {
     as_server_user cp -a "$PRISTINE" "$dir/data"
     {
         echo "${V_PREPARE[$v]}"
-        V_EXEC_TEMPLATE=${V_EXEC[$v]} awk -v n="$n" -v rows="$ROWS" 'BEGIN {
+        V_EXEC_TEMPLATE=${V_EXEC[$v]} awk -v n="$n" -v rows="$ROWS" -v tok="$TOKEN" 'BEGIN {
             t = ENVIRON["V_EXEC_TEMPLATE"]
             for (i = 1; i <= n; i++) {
                 line = t
                 gsub(/\{ID\}/, (i - 1) % rows + 1, line)
                 gsub(/\{CYCLE\}/, int((i - 1) / rows) + 1, line)
+                gsub(/\{RISING\}/, tok + i, line)
                 print line
             }
         }'
-        echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE tok::bigint = $TOKEN) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
+        local tokcheck="tok::bigint = $TOKEN"
+        [ "$v" = resrise ] && tokcheck="tok::bigint > $TOKEN"
+        echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE $tokcheck) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
     } >"$dir/script.sql"
     local rc=0
     as_server_user valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
@@ -380,7 +402,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in plaintok | tokunprot | ctrig | row | resource | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | resource | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -395,8 +417,11 @@ target() {  # target NAME A B LIMIT
     printf '  %-44s %7s  (target <= %.2fx)  %s\n' "$1" "${r}x" "$4" "$res"
     echo "target=$1 ratio=$r limit=$4 result=$res" >>"$RESULTS"
 }
-target "row-fenced / plain" row plain 1.05
+# "Plain" for the row target is the identical statement on the same table
+# shape, unprotected: only then does the guard account for the difference.
+target "row-fenced / same statement unprotected" row tokunprot 1.05
 target "resource-fenced / plain" resource plain 1.40
+target "resource-fenced, raising / plain" resrise plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
 echo "References"
 reference() {  # reference NAME A B
@@ -406,6 +431,8 @@ reference() {  # reference NAME A B
     echo "reference=$2/$3 ratio=$r" >>"$RESULTS"
 }
 reference "C trigger floor / plain" ctrig plain
+reference "C trigger floor, same statement (2b/1c)" ctrigtok tokunprot
+reference "row-fenced / plain UPDATE (1)" row plain
 reference "row-fenced / same shape, unprotected (1c)" row tokunprot
 reference "row-fenced / PL/pgSQL row check" row plpgrow
 reference "resource-fenced / PL/pgSQL resource" resource plpgres
