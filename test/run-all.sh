@@ -5,6 +5,7 @@
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
+#   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
@@ -75,6 +76,15 @@ bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
 if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 [ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
 record installcheck "$ok" "$bad"
+
+echo "== dump"
+bash test/dump/run.sh >"$LOGDIR/dump.log" 2>&1
+rc=$?
+ok=$(grep -c '^ok ' "$LOGDIR/dump.log")
+bad=$(grep -c '^not ok ' "$LOGDIR/dump.log")
+if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+[ "$bad" -gt 0 ] && cat "$LOGDIR/dump.log"
+record dump "$ok" "$bad"
 
 if [ -d test/integration ]; then
     echo "== integration"
