@@ -191,6 +191,13 @@ CREATE TABLE fencing.resource_hwm (
     PRIMARY KEY (namespace, resource)
 ) WITH (fillfactor = 50);
 
+-- Who owns each resource namespace: the role that first protected a table in
+-- it. Joining a namespace needs that role's privileges.
+CREATE TABLE fencing.resource_namespace (
+    name pg_catalog.text PRIMARY KEY,
+    owner pg_catalog.regrole NOT NULL
+);
+
 -- Table scope: one HWM per table.
 CREATE TABLE fencing.table_hwm (
     relid pg_catalog.regclass PRIMARY KEY,
@@ -217,6 +224,7 @@ CREATE TABLE fencing.reset_log (
 
 SELECT pg_catalog.pg_extension_config_dump('fencing.protected', '');
 SELECT pg_catalog.pg_extension_config_dump('fencing.resource_hwm', '');
+SELECT pg_catalog.pg_extension_config_dump('fencing.resource_namespace', '');
 SELECT pg_catalog.pg_extension_config_dump('fencing.table_hwm', '');
 SELECT pg_catalog.pg_extension_config_dump('fencing.row_tombstone', '');
 SELECT pg_catalog.pg_extension_config_dump('fencing.reset_log', '');
@@ -225,6 +233,10 @@ SELECT pg_catalog.pg_extension_config_dump('fencing.reset_log', '');
 -- internal trigger named zz_fencing_guard on each protected table (or leaf).
 CREATE FUNCTION fencing.guard() RETURNS trigger
     AS 'MODULE_PATHNAME', 'fencing_guard' LANGUAGE C;
+-- Row scope also gets an AFTER INSERT recheck of the key's tombstone
+-- (zz_fencing_recheck_<oid>), for INSERTs that raced a DELETE of the same key.
+CREATE FUNCTION fencing.recheck() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_recheck' LANGUAGE C;
 
 -- Restore: a dumped policy row may meet the row that auto-protection wrote
 -- when CREATE TABLE was replayed; the dumped one wins.

@@ -76,6 +76,10 @@ SET LOCAL fencing.token = 35;
 INSERT INTO inventory (item, stock) VALUES ('SKU-001', 10);
 ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
+-- Bringing a deleted key back without any token is refused (TF002): the row
+-- would carry no HWM.
+INSERT INTO inventory (item, stock) VALUES ('SKU-001', 10);
+\echo :LAST_ERROR_SQLSTATE
 INSERT INTO inventory VALUES ('SKU-001', 10, 36);
 -- An UPDATE that moves a row onto a deleted key is checked against its tombstone,
 -- and leaves a tombstone on the key it moves away from.
@@ -251,6 +255,8 @@ SELECT * FROM events ORDER BY region;
 -- A partition of a protected table takes its policy from the parent.
 SELECT fencing_protect('events_eu');
 \echo :LAST_ERROR_SQLSTATE
+SELECT fencing_unprotect('events_eu');
+\echo :LAST_ERROR_SQLSTATE
 
 -- LIKE copies the column, so the copy is fenced too; auto_protect off skips it.
 CREATE TABLE inventory_copy (LIKE inventory);
@@ -277,6 +283,36 @@ UPDATE later_renamed SET epoch = 4;
 ALTER TABLE later_renamed DROP COLUMN epoch;
 SELECT count(*) FROM fencing_protected WHERE table_name = 'later_renamed'::regclass;
 UPDATE later_renamed SET id = 2;
+
+-- Changing the token column's type away from fencing_token/bigint removes
+-- the protection rather than misreading the column.
+CREATE TABLE retyped (id int PRIMARY KEY, fence fencing_token);
+INSERT INTO retyped VALUES (1, 5);
+ALTER TABLE retyped ALTER COLUMN fence TYPE text USING fence::bigint::text;
+SELECT count(*) FROM fencing_protected WHERE table_name = 'retyped'::regclass;
+BEGIN;
+SET LOCAL fencing.token = 34;
+INSERT INTO retyped (id) VALUES (2);
+COMMIT;
+DROP TABLE retyped;
+
+-- A NULL primary key reaches the guard before NOT NULL does: no key, no crash.
+CREATE TABLE nullkey (item text PRIMARY KEY, fence fencing_token);
+INSERT INTO nullkey VALUES (NULL, 5);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE nullkey;
+
+-- Bulk writes take no per-key locks.
+CREATE TABLE bulk (id int PRIMARY KEY, fence fencing_token);
+INSERT INTO bulk SELECT g, 1 FROM generate_series(1, 20000) g;
+BEGIN;
+SET LOCAL fencing.token = 2;
+DELETE FROM bulk WHERE id <= 10000;
+COMMIT;
+SELECT count(*) AS tombstones FROM fencing.row_tombstone WHERE relid = 'bulk'::regclass;
+INSERT INTO bulk SELECT g, 1 FROM generate_series(1, 3) g;
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE bulk;
 
 -- Unprotect, and dropping a table cleans up after it.
 SELECT fencing_unprotect('ledger');

@@ -37,6 +37,29 @@ SELECT fencing_resource_reset('s', 'security-test');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 
+-- A resource namespace belongs to the role that first used it: another
+-- table owner cannot join it and raise the HWMs its tables are judged by.
+CREATE ROLE regress_fencing_squatter;
+CREATE SCHEMA squat AUTHORIZATION regress_fencing_squatter;
+SET ROLE regress_fencing_squatter;
+CREATE TABLE squat.mine (id int PRIMARY KEY, shard text, fence fencing_token);
+SELECT fencing_protect('squat.mine', scope => 'resource', resource_column => 'shard',
+                       resource_namespace => 'security-test');
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_resource_reset('s', 'security-test');
+\echo :LAST_ERROR_SQLSTATE
+-- The owner's own reset is logged under the owner's name.
+SELECT fencing_protect('squat.mine', scope => 'table');
+INSERT INTO squat.mine VALUES (1, 'x', 3);
+SELECT fencing_reset('squat.mine');
+RESET ROLE;
+SELECT reset_by, target, old_hwm FROM fencing.reset_log WHERE target = 'squat.mine';
+SET ROLE regress_fencing_owner;
+SELECT fencing_resource_reset('nothing-here', 'security-test') AS owner_may_reset;
+RESET ROLE;
+DROP SCHEMA squat CASCADE;
+DROP ROLE regress_fencing_squatter;
+
 -- Anyone who may read the table may read its HWM; others may not.
 CREATE ROLE regress_fencing_nobody;
 GRANT USAGE ON SCHEMA app TO regress_fencing_nobody;

@@ -65,8 +65,9 @@ const char *QualifiedName(Relation rel) {
 }
 
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
-void Stale(const GuardContext &g, const char *where, Token offered, Token hwm) {
-    if (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))
+void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
+           bool may_skip = true) {
+    if (may_skip && (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
         return;
     Relation home = g.rel;
     ereport(ERROR, (errcode(ERRCODE_FENCING_STALE_TOKEN),
@@ -190,6 +191,10 @@ Datum Guard(FunctionCallInfo fcinfo) {
     int attnum = g.policy.token_attnum;
     if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
         BadGuard(g.rel, "its token column is gone");
+    // Tokens are by-value int64 (fencing_token or bigint). A column whose type
+    // was since changed is refused rather than misread.
+    if (TupleDescAttr(desc, attnum - 1)->attlen != 8 || !TupleDescAttr(desc, attnum - 1)->attbyval)
+        BadGuard(g.rel, "its token column is no longer fencing_token or bigint");
 
     if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
         g.event = RowEvent::kInsert;
@@ -271,10 +276,23 @@ Datum Guard(FunctionCallInfo fcinfo) {
             }
             if (g.event == RowEvent::kInsert || moves_key) {
                 Token tombstone;
-                if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) && fenced &&
-                    !Admits(offered.value, tombstone, g.policy.strict)) {
-                    Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
-                    return PointerGetDatum(nullptr);
+                if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
+                    // Bringing back a deleted key needs a token: a row without
+                    // one would carry no HWM and let any later token in.
+                    if (!fenced)
+                        ereport(ERROR,
+                                (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                                 errmsg("re-inserting a deleted key of table %s requires a "
+                                        "fencing token",
+                                        QualifiedName(g.rel)),
+                                 errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                                           RowKeyDescription(g.rel, g.new_row), tombstone),
+                                 errhint("SET LOCAL fencing.token, or write the token column."),
+                                 errtable(g.rel)));
+                    if (!Admits(offered.value, tombstone, g.policy.strict)) {
+                        Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
+                        return PointerGetDatum(nullptr);
+                    }
                 }
             }
             if ((g.event == RowEvent::kDelete || moves_key) && (has_old_token || fenced)) {
@@ -315,8 +333,39 @@ Datum Guard(FunctionCallInfo fcinfo) {
     return PointerGetDatum(unchanged);
 }
 
+// AFTER INSERT, row scope: the tombstone once more, now that the INSERT has
+// waited on the primary key index for any transaction that held the key. A
+// DELETE of the key that committed meanwhile is visible to the latest
+// snapshot. Too late to skip a row, so a stale one raises even under
+// on_stale => 'skip'.
+Datum Recheck(FunctionCallInfo fcinfo) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.recheck() can only be called as a trigger")));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    GuardContext g;
+    g.trigger = td;
+    g.rel = td->tg_relation;
+    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
+        BadGuard(g.rel, "unreadable policy");
+    g.event = RowEvent::kInsert;
+    g.old_row = nullptr;
+    g.new_row = td->tg_trigtuple;
+    Token token;
+    Token tombstone;
+    if (TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token) &&
+        RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) &&
+        !Admits(token, tombstone, g.policy.strict))
+        Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone, false);
+    return PointerGetDatum(nullptr);
+}
+
 }  // namespace
 }  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_recheck) {
+    return fencing::pg::Recheck(fcinfo);
+}
 
 FENCING_FUNCTION(fencing_guard) {
     return fencing::pg::Guard(fcinfo);

@@ -16,6 +16,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -160,11 +161,21 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
             appendStringInfo(&sql, "SELECT %s::pg_catalog.int8 FROM %s WHERE ",
                              quote_identifier(row.token_column), RelName(relid));
             Relation rel = table_open(relid, AccessShareLock);
+            Oid rel_owner = rel->rd_rel->relowner;
             Oid argtypes[32];
             AppendKeyPredicate(&sql, rel, k.pk, k.pkindex, argtypes);
             table_close(rel, AccessShareLock);
+            // The user table is read as its owner in a restricted security
+            // context (as ANALYZE does), not as the superuser that reads
+            // fencing.*: no user code reached from the scan runs privileged.
+            Oid internal_user;
+            int internal_context;
+            GetUserIdAndSecContext(&internal_user, &internal_context);
+            SetUserIdAndSecContext(rel_owner, internal_context | SECURITY_LOCAL_USERID_CHANGE |
+                                                  SECURITY_RESTRICTED_OPERATION);
             int rc =
                 SPI_execute_with_args(sql.data, k.pk.natts, argtypes, k.values, nullptr, true, 1);
+            SetUserIdAndSecContext(internal_user, internal_context);
             if (rc < 0)
                 elog(ERROR, "fencing: HWM lookup failed: %s", SPI_result_code_string(rc));
             found = MaxOfResult(&hwm);
@@ -231,21 +242,21 @@ Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
     PG_RETURN_INT64(hwm);
 }
 
-// Deletes HWM rows and logs each one; returns how many were removed.
-int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values,
-                  const char *target) {
+// Deletes HWM rows and logs each one, with the calling user (captured before
+// internal access switched the user id); returns how many were removed.
+int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, const char *target,
+                  const char *caller) {
     StringInfoData sql;
     initStringInfo(&sql);
     appendStringInfo(
         &sql,
         "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
         " SELECT pg_catalog.quote_ident(%s), %s, gone.key, gone.hwm FROM gone",
-        delete_sql, quote_literal_cstr(GetUserNameFromId(GetUserId(), false)),
-        quote_literal_cstr(target));
+        delete_sql, quote_literal_cstr(caller), quote_literal_cstr(target));
     Exec(sql.data, nargs, types, values);
     int64 removed = static_cast<int64>(SPI_processed);
     ereport(LOG, (errmsg("fencing_reset: %s removed " INT64_FORMAT " high-water mark(s) of %s",
-                         GetUserNameFromId(GetUserId(), false), removed, target)));
+                         caller, removed, target)));
     return removed;
 }
 
@@ -253,6 +264,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
     if (!PG_ARGISNULL(0) && SearchSysCacheExists1(RELOID, PG_GETARG_DATUM(0)) &&
         !pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
         aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+    const char *caller = GetUserNameFromId(GetUserId(), false);
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
@@ -268,7 +280,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
                 removed = ResetAndLog(
                     "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
                     " RETURNING key::pg_catalog.text AS key, hwm",
-                    1, types, values, target);
+                    1, types, values, target, caller);
             } else {
                 KeyValues k;
                 ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
@@ -279,7 +291,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
                     "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
                     " AND key OPERATOR(pg_catalog.=) $2"
                     " RETURNING key::pg_catalog.text AS key, hwm",
-                    2, types, values, target);
+                    2, types, values, target, caller);
             }
             break;
         }
@@ -298,7 +310,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             removed = ResetAndLog(
                 "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
                 " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-                2, types, values, target);
+                2, types, values, target, caller);
             break;
         }
         case Scope::kTable: {
@@ -307,7 +319,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             removed = ResetAndLog(
                 "DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
                 " RETURNING NULL::pg_catalog.text AS key, hwm",
-                1, types, values, target);
+                1, types, values, target, caller);
             break;
         }
     }
@@ -317,24 +329,37 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
 }
 
 Datum ResetResource(FunctionCallInfo fcinfo) {
-    if (!superuser())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("only a superuser may reset a resource's high-water mark"),
-                        errhint("A table owner can use fencing_reset(table, key).")));
     if (PG_ARGISNULL(0))
         ereport(ERROR,
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
+    Oid caller_id = GetUserId();
+    const char *caller = GetUserNameFromId(caller_id, false);
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
                       PG_GETARG_DATUM(0)};
+    // The namespace's owner (or a superuser) may reset its resources.
+    Exec(
+        "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
+        " WHERE name OPERATOR(pg_catalog.=) $1",
+        1, types, values);
+    bool isnull;
+    Oid owner = SPI_processed > 0 ? DatumGetObjectId(SPI_getbinval(
+                                        SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull))
+                                  : InvalidOid;
+    if (!superuser_arg(caller_id) && !(OidIsValid(owner) && has_privs_of_role(caller_id, owner)))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("only the owner of resource namespace %s or a superuser may reset "
+                               "its high-water marks",
+                               quote_literal_cstr(text_to_cstring(DatumGetTextPP(values[0])))),
+                        errhint("A table owner can use fencing_reset(table, key).")));
     char *target = psprintf("namespace %s", text_to_cstring(DatumGetTextPP(values[0])));
     int64 removed = ResetAndLog(
         "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
         " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-        2, types, values, target);
+        2, types, values, target, caller);
     EndInternalAccess(&access);
     SPI_finish();
     PG_RETURN_INT64(removed);

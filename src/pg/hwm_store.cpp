@@ -166,7 +166,6 @@ HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read
     pg_unreachable();
 }
 
-
 // The fast path: the HWM row is found through the primary key index, locked
 // (following its update chain to the newest version under READ COMMITTED, as
 // EvalPlanQual does), compared, and raised in place. No planner, no executor.
@@ -220,8 +219,8 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     Datum values[INDEX_MAX_KEYS];
     bool isnull[INDEX_MAX_KEYS];
     for (int i = 0; i < info->ii_NumIndexAttrs; ++i)
-        values[i] = heap_getattr(tuple, info->ii_IndexAttrNumbers[i], RelationGetDescr(rel),
-                                 &isnull[i]);
+        values[i] =
+            heap_getattr(tuple, info->ii_IndexAttrNumbers[i], RelationGetDescr(rel), &isnull[i]);
     index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES, false, info);
 }
 
@@ -247,14 +246,20 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
     index_endscan(scan);
 
     bool settled = false;
-    if (found) {
+    bool isnull;
+    Token visible_hwm = found ? DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull)) : 0;
+    if (found && !Admits(offered, visible_hwm, strict)) {
+        // HWMs only rise, so the newest version refuses the token too: stale,
+        // without taking a lock that would make the next writer wait for us.
+        *verdict = {false, visible_hwm};
+        settled = true;
+    } else if (found) {
         TM_FailureData failure;
         TM_Result result = table_tuple_lock(
             rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleNoKeyExclusive,
             LockWaitBlock, IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
             &failure);
         if (result == TM_Ok) {
-            bool isnull;
             Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
             if (!Admits(offered, hwm, strict)) {
                 *verdict = {false, hwm};
@@ -265,8 +270,8 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
                     Datum value = Int64GetDatum(offered);
                     bool value_null = false;
                     int attnum = t->hwm_attnum;
-                    HeapTuple raised = heap_modify_tuple_by_cols(
-                        old_version, RelationGetDescr(rel), 1, &attnum, &value, &value_null);
+                    HeapTuple raised = heap_modify_tuple_by_cols(old_version, RelationGetDescr(rel),
+                                                                 1, &attnum, &value, &value_null);
                     // We hold the row lock, so the update cannot meet a
                     // concurrent one. The key columns do not change: with
                     // fillfactor 50 the new version is usually heap-only and

@@ -38,9 +38,16 @@ extern "C" {
 namespace fencing::pg {
 
 // The relations that carry guards: the table itself, or every leaf partition.
+static bool HasInternalName(const char *tgname, const char *name) {
+    size_t n = strlen(name);
+    return strncmp(tgname, name, n) == 0 && tgname[n] == '_';
+}
+
 bool IsGuardTrigger(const char *tgname) {
-    size_t n = strlen(kGuardName);
-    return strncmp(tgname, kGuardName, n) == 0 && tgname[n] == '_';
+    return HasInternalName(tgname, kGuardName);
+}
+bool IsRecheckTrigger(const char *tgname) {
+    return HasInternalName(tgname, kRecheckName);
 }
 
 List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
@@ -135,9 +142,9 @@ char *LiveAttName(Oid relid, AttrNumber attnum) {
     return name;
 }
 
-Oid GuardFunction() {
-    return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard"))),
-                          0, nullptr, false);
+Oid FencingFunction(const char *name) {
+    return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup(name))), 0,
+                          nullptr, false);
 }
 
 void RemoveGuard(Oid relid) {
@@ -145,7 +152,7 @@ void RemoveGuard(Oid relid) {
     List *guards = NIL;
     TriggerDesc *desc = rel->trigdesc;
     for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
-        if (IsGuardTrigger(desc->triggers[i].tgname))
+        if (IsGuardTrigger(desc->triggers[i].tgname) || IsRecheckTrigger(desc->triggers[i].tgname))
             guards = lappend_oid(guards, desc->triggers[i].tgoid);
     table_close(rel, NoLock);
     ListCell *lc;
@@ -200,8 +207,19 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     stmt->deferrable = false;
     stmt->initdeferred = false;
     stmt->constrrel = nullptr;
-    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, GuardFunction(),
+    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
                   InvalidOid, nullptr, true, false);
+    if (row.scope == Scope::kRow) {
+        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
+        CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
+        recheck->trigname = pstrdup(kRecheckName);
+        recheck->funcname =
+            list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("recheck")));
+        recheck->timing = TRIGGER_TYPE_AFTER;
+        recheck->events = TRIGGER_TYPE_INSERT;
+        CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
+                      FencingFunction("recheck"), InvalidOid, nullptr, true, false);
+    }
 }
 
 void DeleteProtectedRow(Oid relid) {
@@ -298,6 +316,40 @@ void WriteProtectedRow(const ProtectedRow &row) {
         8, types, values, nulls);
 }
 
+// A resource namespace belongs to the role that first used it. Joining it
+// needs that role's privileges: otherwise any table owner could raise the
+// HWMs another team's tables are judged against.
+void ClaimNamespace(const char *name_space, Oid table_owner, Oid caller) {
+    Oid types[] = {TEXTOID, OIDOID};
+    Datum values[] = {CStringGetTextDatum(name_space), ObjectIdGetDatum(table_owner)};
+    Exec(
+        "INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
+        " ON CONFLICT (name) DO NOTHING",
+        2, types, values, nullptr);
+    Exec(
+        "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
+        " WHERE name OPERATOR(pg_catalog.=) $1",
+        1, types, values, nullptr);
+    bool isnull;
+    Oid owner =
+        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    if (!superuser_arg(caller) && !has_privs_of_role(table_owner, owner))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("resource namespace %s belongs to role %s",
+                               quote_literal_cstr(name_space), GetUserNameFromId(owner, false)),
+                        errhint("Tables owned by a member of that role may join it; a superuser "
+                                "may add any table.")));
+}
+
+Oid get_rel_owner(Oid relid) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for relation %u", relid);
+    Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+    return owner;
+}
+
 // The nearest partition ancestor that is protected, if any.
 Oid ProtectedAncestor(Oid relid) {
     if (!get_rel_relispartition(relid))
@@ -359,6 +411,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
 
     // Ownership was checked above, as the caller; from here on the extension's
     // own tables are read and written.
+    Oid caller = GetUserId();
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
@@ -402,6 +455,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));
+        ClaimNamespace(row.resource_namespace, get_rel_owner(relid), caller);
     } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -432,6 +486,16 @@ void OnTableDdl(Oid relid) {
             char *token = LiveAttName(leaf, policy.token_attnum);
             char *resource =
                 policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
+            Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
+            if (token != nullptr && token_type != INT8OID && token_type != TokenType()) {
+                ereport(
+                    NOTICE,
+                    (errmsg(
+                        "table %s is no longer fenced: its token column \"%s\" is now of type %s",
+                        RelName(relid), token, format_type_be(token_type))));
+                DeleteProtectedRow(relid);
+                return;
+            }
             if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
                 ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
                                         RelName(relid), token == nullptr ? "token" : "resource")));
@@ -498,6 +562,10 @@ FENCING_FUNCTION(fencing_unprotect) {
     BeginInternalAccess(&access);
     ProtectedRow row;
     bool was_protected = ReadProtectedRow(relid, &row);
+    if (!was_protected && OidIsValid(ProtectedAncestor(relid)))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("%s is a partition of a protected table", RelName(relid)),
+                        errhint("Unprotect the partitioned table, or detach the partition.")));
     if (was_protected)
         DeleteProtectedRow(relid);
     else

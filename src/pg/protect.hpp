@@ -15,7 +15,9 @@ namespace fencing::pg {
 // prefix. It sorts after ordinary trigger names: user BEFORE ROW triggers that
 // change NEW normally run before the check sees it.
 inline constexpr const char *kGuardName = "zz_fencing_guard";
+inline constexpr const char *kRecheckName = "zz_fencing_recheck";
 bool IsGuardTrigger(const char *tgname);
+bool IsRecheckTrigger(const char *tgname);
 
 // The relations that carry guards: the table itself, or every leaf partition.
 List *GuardedRelations(Oid relid, LOCKMODE lockmode);

@@ -12,9 +12,6 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "common/hashfn.h"
-#include "miscadmin.h"
-#include "storage/lock.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 #include "utils/memutils.h"
@@ -25,26 +22,6 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
-
-// Serialises every INSERT and DELETE of one key of one protected table, for
-// the rest of the transaction: a stale INSERT that races a DELETE (or an
-// INSERT-then-DELETE) of the same key waits for it and then sees its
-// tombstone. The lock lives in the advisory lock space with a field4 that SQL's
-// pg_advisory_lock() never uses (it uses 1 and 2), so it cannot collide with
-// application advisory locks; a hash collision only makes two keys wait for
-// each other.
-constexpr uint16 kKeyLockClass = 0x4643;  // "FC"
-
-void LockKey(Oid home_relid, Datum key) {
-    ArrayType *array = DatumGetArrayTypeP(key);
-    uint64 h = hash_bytes_uint32_extended(home_relid, 0);
-    h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(ARR_DATA_PTR(array)),
-                            ARR_SIZE(array) - ARR_DATA_OFFSET(array), h);
-    LOCKTAG tag;
-    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
-                         kKeyLockClass);
-    (void)LockAcquire(&tag, ExclusiveLock, false, false);
-}
 
 // Hex of the type's binary send form: unlike text output it does not depend
 // on DateStyle, TimeZone or extra_float_digits.
@@ -64,15 +41,21 @@ text *KeyElement(Oid type, Datum value) {
     return out;
 }
 
-Datum KeyOfRow(Relation rel, const PrimaryKey &pk, HeapTuple row, Datum *values) {
+// False when a key column is NULL: BEFORE triggers run before NOT NULL is
+// checked, and such a row has no key (the constraint will reject it).
+bool KeyOfRow(Relation rel, const PrimaryKey &pk, HeapTuple row, Datum *key) {
     TupleDesc desc = RelationGetDescr(rel);
     Oid types[32];
+    Datum values[32];
     for (int i = 0; i < pk.natts; ++i) {
         bool isnull;
         values[i] = heap_getattr(row, pk.attnums[i], desc, &isnull);
+        if (isnull)
+            return false;
         types[i] = TupleDescAttr(desc, pk.attnums[i] - 1)->atttypid;
     }
-    return TombstoneKey(pk.natts, types, values);
+    *key = TombstoneKey(pk.natts, types, values);
+    return true;
 }
 
 }  // namespace
@@ -202,10 +185,9 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return false;
-    Datum values[32];
-    Datum key = KeyOfRow(rel, pk, new_row, values);
-    LockKey(home_relid, key);
-
+    Datum key;
+    if (!KeyOfRow(rel, pk, new_row, &key))
+        return false;
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
@@ -219,9 +201,9 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;
-    Datum values[32];
-    Datum key = KeyOfRow(rel, pk, old_row, values);
-    LockKey(home_relid, key);
+    Datum key;
+    if (!KeyOfRow(rel, pk, old_row, &key))
+        return;
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);

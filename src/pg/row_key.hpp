@@ -16,11 +16,13 @@ namespace fencing::pg {
 // "key (id)=(5)", or the row's ctid when the table has no primary key.
 const char *RowKeyDescription(Relation rel, HeapTuple row);
 
-// The tombstone HWM for the new row's key, if any. It first takes the key's
-// transaction-long lock (which every fenced INSERT and DELETE of the key
-// takes), so an in-flight DELETE of the key is waited for; the tombstone is
-// then read with the latest snapshot, whatever the isolation level. False
-// when the table has no primary key or there is no tombstone.
+// The tombstone HWM for the row's key, if any, read with the latest snapshot
+// whatever the isolation level. False when the table has no primary key, a
+// key column is NULL, or there is no tombstone.
+//
+// A DELETE of the key that is still in flight is invisible here; the INSERT
+// then waits for it on the primary key index, and the AFTER INSERT recheck
+// (fencing.recheck) reads the tombstone again once that wait is over.
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
