@@ -6,6 +6,7 @@
 #   make demo            the story, on a scratch cluster (installs what it needs)
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
 #   make bench           instruction-count benchmark under callgrind
+#   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -41,7 +42,7 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-.PHONY: demo test bench format unit fuzz deps
+.PHONY: demo test bench bench-pgbench format unit fuzz deps
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -50,6 +51,8 @@ test: deps
 	bash test/run-all.sh
 bench: deps
 	bash test/bench/run.sh
+bench-pgbench: deps
+	bash test/bench/pgbench.sh
 unit:
 	$(MAKE) -C test/unit
 fuzz:
