@@ -268,6 +268,14 @@ SELECT table_name FROM fencing_protected WHERE table_name::text IN ('inventory_c
 CREATE TABLE later (id int PRIMARY KEY);
 ALTER TABLE later ADD COLUMN fence fencing_token;
 SELECT table_name, token_column FROM fencing_protected WHERE table_name = 'later'::regclass;
+-- Temporary tables are not fenced (one session, no other writer).
+CREATE TEMP TABLE scratch (id int PRIMARY KEY, fence fencing_token);
+SELECT count(*) FROM fencing_protected WHERE table_name = 'scratch'::regclass;
+\set VERBOSITY sqlstate
+SELECT fencing_protect('scratch');
+\set VERBOSITY default
+SELECT :'LAST_ERROR_MESSAGE' LIKE 'cannot fence temporary table %scratch' AS refused;
+DROP TABLE scratch;
 -- Two token columns: not protected automatically.
 CREATE TABLE two_tokens (a fencing_token, b fencing_token);
 SELECT count(*) FROM fencing_protected WHERE table_name = 'two_tokens'::regclass;

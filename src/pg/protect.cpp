@@ -375,6 +375,11 @@ void RequireTable(Oid relid) {
         ereport(ERROR,
                 (errcode(ERRCODE_WRONG_OBJECT_TYPE), errmsg("%s is not a table", RelName(relid)),
                  errdetail("Only ordinary and partitioned tables can be fenced.")));
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("cannot fence temporary table %s", RelName(relid)),
+                        errdetail("A temporary table is private to one session and vanishes "
+                                  "with it; there is no other writer to fence out.")));
 }
 
 char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
@@ -475,6 +480,10 @@ Datum Protect(FunctionCallInfo fcinfo) {
 void OnTableDdl(Oid relid) {
     char kind = get_rel_relkind(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        return;
+    // Temporary tables are never fenced: their drop at session end fires no
+    // event trigger, so policy rows would outlive them.
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
         return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
