@@ -6,6 +6,7 @@
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
+#   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
@@ -93,6 +94,15 @@ if [ -d test/integration ]; then
     [ $rc -ne 0 ] && tail -60 "$LOGDIR/integration.log"
     count_gtest integration "$LOGDIR/integration.log" $rc
 fi
+
+echo "== crash"
+bash test/crash/run.sh >"$LOGDIR/crash.log" 2>&1
+rc=$?
+ok=$(grep -c '^ok ' "$LOGDIR/crash.log")
+bad=$(grep -c '^not ok ' "$LOGDIR/crash.log")
+if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+[ "$bad" -gt 0 ] && cat "$LOGDIR/crash.log"
+record crash "$ok" "$bad"
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
