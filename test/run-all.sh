@@ -7,6 +7,7 @@
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
+#   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
@@ -31,6 +32,16 @@ record() {  # record SUITE PASSED FAILED
     echo "== $1: $2 passed, $3 failed"
 }
 
+# Suites that run their own clusters and print "ok N - ..." lines.
+run_tap_like() {  # run_tap_like NAME SCRIPT
+    timeout 600 bash "$2" >"$LOGDIR/$1.log" 2>&1
+    local rc=$? ok bad
+    ok=$(grep -c '^ok ' "$LOGDIR/$1.log")
+    bad=$(grep -c '^not ok ' "$LOGDIR/$1.log")
+    if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    [ "$bad" -gt 0 ] && cat "$LOGDIR/$1.log"
+    record "$1" "$ok" "$bad"
+}
 count_gtest() {  # count_gtest SUITE LOGFILE EXIT
     local ok bad
     ok=$(grep -c '^\[       OK \]' "$2")
@@ -79,13 +90,7 @@ if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 record installcheck "$ok" "$bad"
 
 echo "== dump"
-bash test/dump/run.sh >"$LOGDIR/dump.log" 2>&1
-rc=$?
-ok=$(grep -c '^ok ' "$LOGDIR/dump.log")
-bad=$(grep -c '^not ok ' "$LOGDIR/dump.log")
-if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-[ "$bad" -gt 0 ] && cat "$LOGDIR/dump.log"
-record dump "$ok" "$bad"
+run_tap_like dump test/dump/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"
@@ -96,13 +101,9 @@ if [ -d test/integration ]; then
 fi
 
 echo "== crash"
-bash test/crash/run.sh >"$LOGDIR/crash.log" 2>&1
-rc=$?
-ok=$(grep -c '^ok ' "$LOGDIR/crash.log")
-bad=$(grep -c '^not ok ' "$LOGDIR/crash.log")
-if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-[ "$bad" -gt 0 ] && cat "$LOGDIR/crash.log"
-record crash "$ok" "$bad"
+run_tap_like crash test/crash/run.sh
+echo "== failover"
+run_tap_like failover test/failover/run.sh
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
