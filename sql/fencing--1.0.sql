@@ -191,11 +191,12 @@ CREATE TABLE fencing.resource_hwm (
     PRIMARY KEY (namespace, resource)
 ) WITH (fillfactor = 50);
 
--- Who owns each resource namespace: the role that first protected a table in
--- it. Joining a namespace needs that role's privileges.
+-- Who owns each resource namespace: the owner of the first table protected in
+-- it. Joining a namespace needs that role's privileges. Kept by role name, so
+-- a dump restores anywhere; a namespace whose role is gone is claimed afresh.
 CREATE TABLE fencing.resource_namespace (
     name pg_catalog.text PRIMARY KEY,
-    owner pg_catalog.regrole NOT NULL
+    owner pg_catalog.name NOT NULL
 );
 
 -- Table scope: one HWM per table.

@@ -81,6 +81,13 @@ ROLLBACK;
 INSERT INTO inventory (item, stock) VALUES ('SKU-001', 10);
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO inventory VALUES ('SKU-001', 10, 36);
+-- Once the key is live again, token-less upserts and duplicate inserts behave
+-- as usual: only a row really written onto a tombstoned key needs a token.
+INSERT INTO inventory (item, stock) VALUES ('SKU-001', 1) ON CONFLICT DO NOTHING;
+INSERT INTO inventory (item, stock) VALUES ('SKU-001', 10)
+    ON CONFLICT (item) DO UPDATE SET stock = excluded.stock;
+INSERT INTO inventory (item, stock) VALUES ('SKU-001', 1);
+\echo :LAST_ERROR_SQLSTATE
 -- An UPDATE that moves a row onto a deleted key is checked against its tombstone,
 -- and leaves a tombstone on the key it moves away from.
 INSERT INTO inventory VALUES ('SKU-TMP', 1, 35);

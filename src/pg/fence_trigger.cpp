@@ -277,19 +277,10 @@ Datum Guard(FunctionCallInfo fcinfo) {
             if (g.event == RowEvent::kInsert || moves_key) {
                 Token tombstone;
                 if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
-                    // Bringing back a deleted key needs a token: a row without
-                    // one would carry no HWM and let any later token in.
-                    if (!fenced)
-                        ereport(ERROR,
-                                (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-                                 errmsg("re-inserting a deleted key of table %s requires a "
-                                        "fencing token",
-                                        QualifiedName(g.rel)),
-                                 errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
-                                           RowKeyDescription(g.rel, g.new_row), tombstone),
-                                 errhint("SET LOCAL fencing.token, or write the token column."),
-                                 errtable(g.rel)));
-                    if (!Admits(offered.value, tombstone, g.policy.strict)) {
+                    // A token-less write onto a deleted key is judged by the
+                    // AFTER recheck, once it is known that a row is really
+                    // written (an INSERT may still end in ON CONFLICT).
+                    if (fenced && !Admits(offered.value, tombstone, g.policy.strict)) {
                         Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
                         return PointerGetDatum(nullptr);
                     }
@@ -333,11 +324,11 @@ Datum Guard(FunctionCallInfo fcinfo) {
     return PointerGetDatum(unchanged);
 }
 
-// AFTER INSERT, row scope: the tombstone once more, now that the INSERT has
-// waited on the primary key index for any transaction that held the key. A
-// DELETE of the key that committed meanwhile is visible to the latest
-// snapshot. Too late to skip a row, so a stale one raises even under
-// on_stale => 'skip'.
+// AFTER INSERT, and AFTER UPDATE when the primary key changed (row scope): the
+// key's tombstone once more, now that the write has waited on the primary key
+// index for any transaction that held the key. A DELETE of the key that
+// committed meanwhile is visible to the latest snapshot. It is too late to skip
+// the row, so a stale one raises even under on_stale => 'skip'.
 Datum Recheck(FunctionCallInfo fcinfo) {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -348,14 +339,25 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     g.rel = td->tg_relation;
     if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
-    g.event = RowEvent::kInsert;
-    g.old_row = nullptr;
-    g.new_row = td->tg_trigtuple;
-    Token token;
+    bool is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
+    g.event = is_update ? RowEvent::kUpdate : RowEvent::kInsert;
+    g.old_row = is_update ? td->tg_trigtuple : nullptr;
+    g.new_row = is_update ? td->tg_newtuple : td->tg_trigtuple;
     Token tombstone;
-    if (TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token) &&
-        RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone) &&
-        !Admits(token, tombstone, g.policy.strict))
+    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone))
+        return PointerGetDatum(nullptr);
+    Token token;
+    if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
+        // Bringing back a deleted key needs a token: a row without one would
+        // carry no HWM and let any later token in.
+        ereport(ERROR,
+                (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                 errmsg("writing a deleted key of table %s requires a fencing token",
+                        QualifiedName(g.rel)),
+                 errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                           RowKeyDescription(g.rel, g.new_row), tombstone),
+                 errhint("SET LOCAL fencing.token, or write the token column."), errtable(g.rel)));
+    if (!Admits(token, tombstone, g.policy.strict))
         Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone, false);
     return PointerGetDatum(nullptr);
 }

@@ -16,7 +16,6 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -138,7 +137,8 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
     ProtectedRow row;
     Oid relid;
     {
-        // Privilege check as the caller; the HWM itself is read past RLS.
+        // Privilege check as the caller. The HWM tables are then read past
+        // RLS; a live row is read as the table's owner (see below).
         if (!PG_ARGISNULL(0) &&
             pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
             aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
@@ -341,14 +341,13 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
     Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
                       PG_GETARG_DATUM(0)};
     // The namespace's owner (or a superuser) may reset its resources.
-    Exec(
-        "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
-        " WHERE name OPERATOR(pg_catalog.=) $1",
-        1, types, values);
-    bool isnull;
-    Oid owner = SPI_processed > 0 ? DatumGetObjectId(SPI_getbinval(
-                                        SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull))
-                                  : InvalidOid;
+    Exec("SELECT owner FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) $1", 1,
+         types, values);
+    Oid owner =
+        SPI_processed > 0
+            ? get_role_oid(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), true)
+            : InvalidOid;
+
     if (!superuser_arg(caller_id) && !(OidIsValid(owner) && has_privs_of_role(caller_id, owner)))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("only the owner of resource namespace %s or a superuser may reset "

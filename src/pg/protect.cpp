@@ -28,6 +28,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
+#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -175,6 +176,31 @@ int RequireColumn(Oid relid, const char *column, const char *what) {
     return attnum;
 }
 
+// "ROW(OLD.k1, ...) IS DISTINCT FROM ROW(NEW.k1, ...)" as a raw WHEN clause
+// for the primary key of relid, or nullptr when it has none. The condition is
+// evaluated when the event would be queued, so ordinary UPDATEs queue nothing.
+Node *PrimaryKeyChangedCondition(Oid relid) {
+    Relation rel = table_open(relid, AccessShareLock);
+    PrimaryKey pk;
+    bool has_pk = GetPrimaryKey(rel, &pk);
+    StringInfoData old_row, new_row;
+    initStringInfo(&old_row);
+    initStringInfo(&new_row);
+    for (int i = 0; has_pk && i < pk.natts; ++i) {
+        const char *column = quote_identifier(
+            NameStr(TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attname));
+        appendStringInfo(&old_row, "%sOLD.%s", i > 0 ? ", " : "", column);
+        appendStringInfo(&new_row, "%sNEW.%s", i > 0 ? ", " : "", column);
+    }
+    table_close(rel, AccessShareLock);
+    if (!has_pk)
+        return nullptr;
+    char *sql =
+        psprintf("SELECT WHERE ROW(%s) IS DISTINCT FROM ROW(%s)", old_row.data, new_row.data);
+    RawStmt *raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
+    return reinterpret_cast<SelectStmt *>(raw->stmt)->whereClause;
+}
+
 void InstallGuard(Oid leaf, const ProtectedRow &row) {
     Policy policy;
     policy.home_relid = row.relid;
@@ -210,7 +236,8 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
                   InvalidOid, nullptr, true, false);
     if (row.scope == Scope::kRow) {
-        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
+        // Row scope: the AFTER tombstone recheck (see fence_trigger.cpp), on
+        // INSERT, and on UPDATE only when the primary key changes.
         CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
         recheck->trigname = pstrdup(kRecheckName);
         recheck->funcname =
@@ -219,6 +246,14 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
         recheck->events = TRIGGER_TYPE_INSERT;
         CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
                       FencingFunction("recheck"), InvalidOid, nullptr, true, false);
+        Node *key_changed = PrimaryKeyChangedCondition(leaf);
+        if (key_changed != nullptr) {
+            CreateTrigStmt *on_move = static_cast<CreateTrigStmt *>(copyObjectImpl(recheck));
+            on_move->events = TRIGGER_TYPE_UPDATE;
+            on_move->whenClause = key_changed;
+            CreateTrigger(on_move, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
+                          FencingFunction("recheck"), InvalidOid, nullptr, true, false);
+        }
     }
 }
 
@@ -320,23 +355,33 @@ void WriteProtectedRow(const ProtectedRow &row) {
 // needs that role's privileges: otherwise any table owner could raise the
 // HWMs another team's tables are judged against.
 void ClaimNamespace(const char *name_space, Oid table_owner, Oid caller) {
-    Oid types[] = {TEXTOID, OIDOID};
-    Datum values[] = {CStringGetTextDatum(name_space), ObjectIdGetDatum(table_owner)};
+    // The owner is kept by name, so a dump restores into a cluster whose role
+    // OIDs differ. A namespace whose owner role is gone is claimed afresh.
+    const char *owner_name = GetUserNameFromId(table_owner, false);
+    Oid types[] = {TEXTOID, NAMEOID};
+    NameData owner_data;
+    namestrcpy(&owner_data, owner_name);
+    Datum values[] = {CStringGetTextDatum(name_space), NameGetDatum(&owner_data)};
     Exec(
         "INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
         " ON CONFLICT (name) DO NOTHING",
         2, types, values, nullptr);
     Exec(
-        "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
-        " WHERE name OPERATOR(pg_catalog.=) $1",
+        "SELECT owner FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) $1"
+        " FOR UPDATE",
         1, types, values, nullptr);
-    bool isnull;
-    Oid owner =
-        DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    char *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+    Oid owner = get_role_oid(current, true);
+    if (!OidIsValid(owner)) {
+        Exec(
+            "UPDATE fencing.resource_namespace SET owner = $2 WHERE name OPERATOR(pg_catalog.=) $1",
+            2, types, values, nullptr);
+        return;
+    }
     if (!superuser_arg(caller) && !has_privs_of_role(table_owner, owner))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("resource namespace %s belongs to role %s",
-                               quote_literal_cstr(name_space), GetUserNameFromId(owner, false)),
+                               quote_literal_cstr(name_space), current),
                         errhint("Tables owned by a member of that role may join it; a superuser "
                                 "may add any table.")));
 }
