@@ -148,6 +148,19 @@ bool CachedPolicy(const Trigger *trigger, Policy *out) {
     return true;
 }
 
+// Bringing back a deleted key needs a token: a row without one would carry no
+// HWM and let any later token in.
+[[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone) {
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+         errmsg("writing a deleted key of table %s requires a fencing token", QualifiedName(g.rel)),
+         errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                   RowKeyDescription(g.rel, g.new_row), tombstone),
+         errhint("SET LOCAL fencing.token, or write the token column."), errtable(g.rel)));
+    pg_unreachable();
+}
+
 // Whether an UPDATE writes a different primary key. Only rows whose SET list
 // names a key column pay for the comparison.
 bool ChangesPrimaryKey(const GuardContext &g) {
@@ -274,14 +287,21 @@ Datum Guard(FunctionCallInfo fcinfo) {
                 Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
                 return PointerGetDatum(nullptr);
             }
+            if (moves_key)
+                WaitForKeyWriters(g.rel, g.new_row);
             if (g.event == RowEvent::kInsert || moves_key) {
                 Token tombstone;
                 if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
-                    // A token-less write onto a deleted key is judged by the
+                    // A token-less INSERT onto a deleted key is judged by the
                     // AFTER recheck, once it is known that a row is really
-                    // written (an INSERT may still end in ON CONFLICT).
-                    if (fenced && !Admits(offered.value, tombstone, g.policy.strict)) {
-                        Stale(g, RowKeyDescription(g.rel, g.new_row), offered.value, tombstone);
+                    // written (it may still end in ON CONFLICT). A token-less
+                    // move carries the row's own token, judged here.
+                    bool judged = fenced || (moves_key && has_new_token);
+                    Token token = fenced ? offered.value : new_token;
+                    if (moves_key && !judged)
+                        RequireTokenForDeletedKey(g, tombstone);
+                    if (judged && !Admits(token, tombstone, g.policy.strict)) {
+                        Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone);
                         return PointerGetDatum(nullptr);
                     }
                 }
@@ -324,7 +344,7 @@ Datum Guard(FunctionCallInfo fcinfo) {
     return PointerGetDatum(unchanged);
 }
 
-// AFTER INSERT, and AFTER UPDATE when the primary key changed (row scope): the
+// AFTER INSERT (row scope): the
 // key's tombstone once more, now that the write has waited on the primary key
 // index for any transaction that held the key. A DELETE of the key that
 // committed meanwhile is visible to the latest snapshot. It is too late to skip
@@ -339,24 +359,15 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     g.rel = td->tg_relation;
     if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
-    bool is_update = TRIGGER_FIRED_BY_UPDATE(td->tg_event);
-    g.event = is_update ? RowEvent::kUpdate : RowEvent::kInsert;
-    g.old_row = is_update ? td->tg_trigtuple : nullptr;
-    g.new_row = is_update ? td->tg_newtuple : td->tg_trigtuple;
+    g.event = RowEvent::kInsert;
+    g.old_row = nullptr;
+    g.new_row = td->tg_trigtuple;
     Token tombstone;
     if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone))
         return PointerGetDatum(nullptr);
     Token token;
     if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
-        // Bringing back a deleted key needs a token: a row without one would
-        // carry no HWM and let any later token in.
-        ereport(ERROR,
-                (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-                 errmsg("writing a deleted key of table %s requires a fencing token",
-                        QualifiedName(g.rel)),
-                 errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
-                           RowKeyDescription(g.rel, g.new_row), tombstone),
-                 errhint("SET LOCAL fencing.token, or write the token column."), errtable(g.rel)));
+        RequireTokenForDeletedKey(g, tombstone);
     if (!Admits(token, tombstone, g.policy.strict))
         Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone, false);
     return PointerGetDatum(nullptr);

@@ -28,7 +28,6 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_func.h"
-#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
@@ -176,31 +175,6 @@ int RequireColumn(Oid relid, const char *column, const char *what) {
     return attnum;
 }
 
-// "ROW(OLD.k1, ...) IS DISTINCT FROM ROW(NEW.k1, ...)" as a raw WHEN clause
-// for the primary key of relid, or nullptr when it has none. The condition is
-// evaluated when the event would be queued, so ordinary UPDATEs queue nothing.
-Node *PrimaryKeyChangedCondition(Oid relid) {
-    Relation rel = table_open(relid, AccessShareLock);
-    PrimaryKey pk;
-    bool has_pk = GetPrimaryKey(rel, &pk);
-    StringInfoData old_row, new_row;
-    initStringInfo(&old_row);
-    initStringInfo(&new_row);
-    for (int i = 0; has_pk && i < pk.natts; ++i) {
-        const char *column = quote_identifier(
-            NameStr(TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attname));
-        appendStringInfo(&old_row, "%sOLD.%s", i > 0 ? ", " : "", column);
-        appendStringInfo(&new_row, "%sNEW.%s", i > 0 ? ", " : "", column);
-    }
-    table_close(rel, AccessShareLock);
-    if (!has_pk)
-        return nullptr;
-    char *sql =
-        psprintf("SELECT WHERE ROW(%s) IS DISTINCT FROM ROW(%s)", old_row.data, new_row.data);
-    RawStmt *raw = linitial_node(RawStmt, raw_parser(sql, RAW_PARSE_DEFAULT));
-    return reinterpret_cast<SelectStmt *>(raw->stmt)->whereClause;
-}
-
 void InstallGuard(Oid leaf, const ProtectedRow &row) {
     Policy policy;
     policy.home_relid = row.relid;
@@ -236,8 +210,7 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
                   InvalidOid, nullptr, true, false);
     if (row.scope == Scope::kRow) {
-        // Row scope: the AFTER tombstone recheck (see fence_trigger.cpp), on
-        // INSERT, and on UPDATE only when the primary key changes.
+        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
         CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
         recheck->trigname = pstrdup(kRecheckName);
         recheck->funcname =
@@ -246,14 +219,6 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
         recheck->events = TRIGGER_TYPE_INSERT;
         CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
                       FencingFunction("recheck"), InvalidOid, nullptr, true, false);
-        Node *key_changed = PrimaryKeyChangedCondition(leaf);
-        if (key_changed != nullptr) {
-            CreateTrigStmt *on_move = static_cast<CreateTrigStmt *>(copyObjectImpl(recheck));
-            on_move->events = TRIGGER_TYPE_UPDATE;
-            on_move->whenClause = key_changed;
-            CreateTrigger(on_move, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
-                          FencingFunction("recheck"), InvalidOid, nullptr, true, false);
-        }
     }
 }
 

@@ -25,6 +25,11 @@ const char *RowKeyDescription(Relation rel, HeapTuple row);
 // (fencing.recheck) reads the tombstone again once that wait is over.
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
 
+// Before an UPDATE moves a row onto a new primary key: waits for every
+// transaction still writing a row with that key (an uncommitted INSERT or
+// DELETE), so the tombstone read afterwards includes what they committed.
+void WaitForKeyWriters(Relation rel, HeapTuple new_row);
+
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 
