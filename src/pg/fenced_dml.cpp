@@ -8,6 +8,7 @@
 // (table, operation, column set), kept with SPI_keepplan, and dropped when the
 // table's relcache entry is invalidated (any DDL on it, or a policy change).
 #include "pg/boundary.hpp"
+#include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
 #include "pg/json_args.hpp"
 #include "pg/protect.hpp"
@@ -79,8 +80,7 @@ void ResolveTarget(Oid relid, Target *t) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                         errmsg("relation with OID %u does not exist", relid)));
     t->relid = relid;
-    t->qualified_name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-                                                   get_rel_name(relid));
+    t->qualified_name = RelName(relid);
     t->token_attnum = InvalidAttrNumber;
     List *guarded = GuardedRelations(relid, AccessShareLock);
     Policy policy;

@@ -4,6 +4,7 @@
 //   fencing_reset(target regclass, key jsonb)         the table's owner; logged
 //   fencing_resource_reset(resource text, namespace text)       superusers; logged
 #include "pg/boundary.hpp"
+#include "pg/relation_args.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/json_args.hpp"
 #include "pg/protect.hpp"
@@ -23,11 +24,6 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
-
-const char *RelName(Oid relid) {
-    return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-                                      get_rel_name(relid));
-}
 
 void Exec(const char *sql, int nargs, Oid *types, Datum *values) {
     int rc = SPI_execute_with_args(sql, nargs, types, values, nullptr, false, 0);
@@ -52,13 +48,7 @@ bool MaxOfResult(Token *out) {
 }
 
 Oid RequireProtectedTarget(FunctionCallInfo fcinfo, ProtectedRow *row) {
-    if (PG_ARGISNULL(0))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
-    Oid relid = PG_GETARG_OID(0);
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation with OID %u does not exist", relid)));
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     if (!ReadProtectedRow(relid, row))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("table %s is not protected by fencing", RelName(relid))));

@@ -8,6 +8,7 @@
 // fencing.protected_sync, so a restored policy re-creates its guards.
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
+#include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/protect.hpp"
@@ -82,11 +83,6 @@ namespace {
 // Sorts after ordinary trigger names, so user BEFORE ROW triggers that
 // change NEW normally run before the check sees it.
 constexpr const char *kGuardName = "zz_fencing_guard";
-
-const char *RelName(Oid relid) {
-    return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-                                      get_rel_name(relid));
-}
 
 // Runs SQL on the internal tables (caller holds SPI and internal access).
 void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls) {
@@ -397,13 +393,7 @@ char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
 }
 
 Datum Protect(FunctionCallInfo fcinfo) {
-    if (PG_ARGISNULL(0))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
-    Oid relid = PG_GETARG_OID(0);
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation with OID %u does not exist", relid)));
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireTable(relid);
     RequireOwner(relid);
 
@@ -568,13 +558,7 @@ FENCING_FUNCTION(fencing_protect) {
 }
 
 FENCING_FUNCTION(fencing_unprotect) {
-    if (PG_ARGISNULL(0))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("target must not be NULL")));
-    Oid relid = PG_GETARG_OID(0);
-    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
-                        errmsg("relation with OID %u does not exist", relid)));
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireOwner(relid);
     InternalAccess access;
     SPI_connect();
