@@ -20,5 +20,14 @@ done
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 echo "installing: ${missing[*]}"
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# A registry hiccup should not fail a run: three tries, a pause between.
+for attempt in 1 2 3; do
+    if $SUDO apt-get update -qq &&
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >/dev/null; then
+        exit 0
+    fi
+    echo "apt-get failed (attempt $attempt of 3)" >&2
+    sleep 10
+done
+exit 1
