@@ -172,6 +172,14 @@ SELECT fencing_protect('inventory', strict => true);
 UPDATE inventory SET stock = 1, fence = 41 WHERE item = 'SKU-001';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE inventory SET stock = 1, fence = 42 WHERE item = 'SKU-001';
+-- ... to one transaction, which may go on writing with it.
+BEGIN;
+UPDATE inventory SET stock = 2, fence = 43 WHERE item = 'SKU-002';
+UPDATE inventory SET stock = 3, fence = 43 WHERE item = 'SKU-002';
+COMMIT;
+UPDATE inventory SET stock = 4, fence = 43 WHERE item = 'SKU-002';
+\echo :LAST_ERROR_SQLSTATE
+SELECT stock, fence FROM inventory WHERE item = 'SKU-002';
 SELECT * FROM fencing_protected;
 
 -- require_token: a write without a token is rejected with TF002.
@@ -242,6 +250,20 @@ INSERT INTO ledger VALUES (1, 'a', 5), (2, 'b', 6);
 INSERT INTO ledger VALUES (3, 'c', 5);
 \echo :LAST_ERROR_SQLSTATE
 SELECT fencing_high_water('ledger');
+-- Strict: a token is admitted once, to the transaction that raised the HWM to
+-- it; that transaction may write many rows with it, no other may.
+CREATE TABLE strict_ledger (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('strict_ledger', scope => 'table', strict => true);
+INSERT INTO strict_ledger VALUES (1, 7), (2, 7), (3, 7);
+BEGIN;
+SET LOCAL fencing.token = 8;
+INSERT INTO strict_ledger (id) VALUES (4);
+UPDATE strict_ledger SET id = id + 10 WHERE id < 3;
+COMMIT;
+INSERT INTO strict_ledger VALUES (5, 8);
+\echo :LAST_ERROR_SQLSTATE
+SELECT id, fence FROM strict_ledger ORDER BY id;
+DROP TABLE strict_ledger;
 
 -- Partitioned tables and their partitions.
 CREATE TABLE events (id int, region text, fence fencing_token, PRIMARY KEY (region, id))

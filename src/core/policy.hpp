@@ -26,7 +26,8 @@ struct Policy {
 };
 
 // Non-strict: one holder may write many times with its token (token >= HWM).
-// Strict: each token writes once (token > HWM).
+// Strict: token > HWM, so each token is admitted once (the PostgreSQL layer
+// lets the transaction that raised the HWM to a token go on writing with it).
 constexpr bool Admits(Token offered, Token hwm, bool strict) noexcept {
     return strict ? offered > hwm : offered >= hwm;
 }

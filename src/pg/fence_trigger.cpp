@@ -16,6 +16,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "access/sysattr.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -70,16 +71,17 @@ void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
     if (may_skip && (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
         return;
     Relation home = g.rel;
-    ereport(ERROR, (errcode(ERRCODE_FENCING_STALE_TOKEN),
-                    errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
-                    g.policy.strict ? errdetail("Offered token " INT64_FORMAT
-                                                " is not above the high-water mark " INT64_FORMAT
-                                                " (strict: each token writes once).",
-                                                offered, hwm)
-                                    : errdetail("Offered token " INT64_FORMAT
-                                                " is below the high-water mark " INT64_FORMAT ".",
-                                                offered, hwm),
-                    errhint(FENCING_STALE_HINT), errtable(home)));
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_STALE_TOKEN),
+             errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
+             g.policy.strict ? errdetail("Offered token " INT64_FORMAT
+                                         " is not above the high-water mark " INT64_FORMAT
+                                         " (strict: a token is admitted to one transaction only).",
+                                         offered, hwm)
+                             : errdetail("Offered token " INT64_FORMAT
+                                         " is below the high-water mark " INT64_FORMAT ".",
+                                         offered, hwm),
+             errhint(FENCING_STALE_HINT), errtable(home)));
 }
 
 HeapTuple WithToken(const GuardContext &g, Token token) {
@@ -146,6 +148,13 @@ bool CachedPolicy(const Trigger *trigger, Policy *out) {
     }
     *out = policy_cache.policy;
     return true;
+}
+
+// Strict mode admits each token to one transaction: the one that raised the
+// HWM to it may go on writing with it (the row version is its own).
+bool RaisedByThisTransaction(const GuardContext &g, Token offered, Token hwm) {
+    return g.policy.strict && offered == hwm &&
+           TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(g.old_row->t_data));
 }
 
 // Bringing back a deleted key needs a token: a row without one would carry no
@@ -283,7 +292,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
             // DELETE) and takes the new one (like an INSERT).
             bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
             if (fenced && g.event != RowEvent::kInsert && has_old_token &&
-                !Admits(offered.value, old_token, g.policy.strict)) {
+                !Admits(offered.value, old_token, g.policy.strict) &&
+                !RaisedByThisTransaction(g, offered.value, old_token)) {
                 Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
                 return PointerGetDatum(nullptr);
             }

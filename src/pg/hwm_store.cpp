@@ -214,6 +214,23 @@ bool ResolveDirectTable(DirectTable *t) {
     return true;
 }
 
+// Strict mode admits each token once: to the transaction that raised the HWM
+// to it. That transaction may go on writing with it (the later rows of a
+// multi-row statement, or later statements), so an equal token is admitted
+// when this transaction wrote the HWM row's version.
+bool AdmitsHere(TupleTableSlot *slot, Token offered, Token hwm, bool strict) {
+    if (Admits(offered, hwm, strict))
+        return true;
+    if (!strict || offered != hwm)
+        return false;
+    bool should_free;
+    HeapTuple version = ExecFetchSlotHeapTuple(slot, false, &should_free);
+    bool ours = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(version->t_data));
+    if (should_free)
+        heap_freetuple(version);
+    return ours;
+}
+
 void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     IndexInfo *info = BuildIndexInfo(index);
     Datum values[INDEX_MAX_KEYS];
@@ -248,7 +265,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
     bool settled = false;
     bool isnull;
     Token visible_hwm = found ? DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull)) : 0;
-    if (found && !Admits(offered, visible_hwm, strict)) {
+    if (found && !AdmitsHere(slot, offered, visible_hwm, strict)) {
         // HWMs only rise, so the newest version refuses the token too: stale,
         // without taking a lock that would make the next writer wait for us.
         *verdict = {false, visible_hwm};
@@ -261,7 +278,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
             &failure);
         if (result == TM_Ok) {
             Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
-            if (!Admits(offered, hwm, strict)) {
+            if (!AdmitsHere(slot, offered, hwm, strict)) {
                 *verdict = {false, hwm};
             } else {
                 if (offered > hwm) {
