@@ -210,6 +210,13 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
     PG_RETURN_INT64(hwm);
 }
 
+// (namespace, resource) of the resource-named functions: arguments 1 and 0,
+// the namespace defaulting to 'default'.
+void NamespaceAndResource(FunctionCallInfo fcinfo, Datum *values) {
+    values[0] = PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1);
+    values[1] = PG_GETARG_DATUM(0);
+}
+
 Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
@@ -217,8 +224,8 @@ Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
     SPI_connect();
     BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
-                      PG_GETARG_DATUM(0)};
+    Datum values[2];
+    NamespaceAndResource(fcinfo, values);
     Exec(
         "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
         " AND resource OPERATOR(pg_catalog.=) $2",
@@ -328,8 +335,8 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
     SPI_connect();
     BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[] = {PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1),
-                      PG_GETARG_DATUM(0)};
+    Datum values[2];
+    NamespaceAndResource(fcinfo, values);
     // The namespace's owner (or a superuser) may reset its resources.
     Exec("SELECT owner FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) $1", 1,
          types, values);

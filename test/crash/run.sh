@@ -11,21 +11,9 @@ trap 'test/cluster.sh stop' EXIT
 test/cluster.sh start
 eval "$(test/cluster.sh env)"
 DATA=/tmp/fencing-cluster-$FENCING_PGPORT/data
-pass=0
-fail=0
-n=0
-check() {
-    n=$((n + 1))
-    if [ "$2" = "$3" ]; then
-        pass=$((pass + 1)); echo "ok $n - $1"
-    else
-        fail=$((fail + 1)); echo "not ok $n - $1: expected '$2', got '$3'"
-    fi
-}
+source test/lib/checks.sh
 q() { psql -X -At -q -c "$1" 2>&1; }
-sqlstate() {
-    psql -X -q -v VERBOSITY=sqlstate -c "$1" 2>&1 | sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\).*/\1/p' | head -1
-}
+sqlstate() { sqlstate_of "$1"; }
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
 CREATE EXTENSION fencing;
@@ -64,5 +52,4 @@ check "stale re-INSERT refused after recovery" "TF001" "$(sqlstate "INSERT INTO 
 check "stale resource write refused after recovery" "TF001" "$(sqlstate "INSERT INTO orders VALUES (2, 's1', 49)")"
 check "unacknowledged in-flight write did not survive" "34" "$(q "SELECT fence FROM inventory WHERE item = 'a'")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

@@ -9,23 +9,10 @@ SRC=fencing_dump_src
 DST=fencing_dump_dst
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"; psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $SRC" -c "DROP DATABASE IF EXISTS $DST" >/dev/null 2>&1' EXIT
-pass=0
-fail=0
-n=0
-check() {  # check DESCRIPTION EXPECTED ACTUAL
-    n=$((n + 1))
-    if [ "$2" = "$3" ]; then
-        pass=$((pass + 1))
-        echo "ok $n - $1"
-    else
-        fail=$((fail + 1))
-        echo "not ok $n - $1: expected '$2', got '$3'"
-    fi
-}
+cd "$(dirname "$0")/../.."
+source test/lib/checks.sh
 q() { psql -X -At -q -v ON_ERROR_STOP=1 -d "$1" -c "$2" 2>&1; }
-sqlstate() {  # the SQLSTATE of a statement that should fail, or "ok"
-    psql -X -q -d "$1" -v ON_ERROR_STOP=1 -v VERBOSITY=sqlstate -c "$2" 2>&1 | sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\).*/\1/p' | head -1
-}
+sqlstate() { sqlstate_of "$2" -d "$1"; }
 
 psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $SRC" -c "DROP DATABASE IF EXISTS $DST" \
     -c "CREATE DATABASE $SRC" -c "CREATE DATABASE $DST" >/dev/null
@@ -75,5 +62,4 @@ psql -X -q -d $DST -f "$WORK/dump.sql" >/dev/null 2>"$WORK/plain.err"
 check "plain restore refuses, rather than accepts, rows below a restored HWM" "yes" \
     "$(grep -q 'stale fencing token' "$WORK/plain.err" && echo yes || echo no)"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish

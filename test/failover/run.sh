@@ -39,22 +39,10 @@ as_server_user sed -i "s/^synchronous_standby_names = .*/synchronous_standby_nam
 as_server_user "$PGBIN/pg_ctl" -D "$ROOT/standby" -l "$ROOT/standby.log" -w start >/dev/null
 
 export PGHOST=$ROOT/sock PGUSER=postgres PGDATABASE=postgres
-pass=0
-fail=0
-n=0
-check() {
-    n=$((n + 1))
-    if [ "$2" = "$3" ]; then
-        pass=$((pass + 1)); echo "ok $n - $1"
-    else
-        fail=$((fail + 1)); echo "not ok $n - $1: expected '$2', got '$3'"
-    fi
-}
+source test/lib/checks.sh
 qp() { psql -X -At -q -p "$PPORT" -c "$1" 2>&1; }
 qs() { psql -X -At -q -p "$SPORT" -c "$1" 2>&1; }
-sqlstate_s() {
-    psql -X -q -p "$SPORT" -v VERBOSITY=sqlstate -c "$1" 2>&1 | sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\).*/\1/p' | head -1
-}
+sqlstate_s() { sqlstate_of "$1" -p "$SPORT"; }
 
 for _ in $(seq 1 100); do
     [ "$(qp "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'")" = sync ] && break
@@ -90,5 +78,4 @@ check "stale re-INSERT refused after failover" "TF001" "$(sqlstate_s "INSERT INT
 check "stale resource write refused after failover" "TF001" "$(sqlstate_s "INSERT INTO orders VALUES (2, 's1', 49)")"
 check "fresh token admitted after failover" "1" "$(qs "SELECT fenced_update('inventory', 36, '{\"item\": \"a\"}', '{\"stock\": 7}')")"
 
-echo "$pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish
