@@ -1,0 +1,5 @@
+-- fencing 1.0 -> 1.1: hardening.
+\echo Use "ALTER EXTENSION fencing UPDATE TO '1.1'" to load this file. \quit
+
+-- Every object reference is schema-qualified (pg_catalog, @extschema@ or
+-- fencing), so this script does not depend on the caller's search_path.
