@@ -31,6 +31,10 @@ PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
 PG_CXXFLAGS = -std=c++17 -fno-rtti -Wall -Wextra -Wno-missing-field-initializers $(WERROR)
 PG_LDFLAGS = -lstdc++
+# Header dependencies (PGXS tracks none without --enable-depend): a changed
+# header rebuilds every object that includes it.
+PG_CXXFLAGS += -MMD -MP
+EXTRA_CLEAN = $(OBJS:.o=.d)
 WERROR ?= -Werror
 
 # LLVM bitcode for JIT inlining is switched off knowingly: the JIT can only
@@ -41,6 +45,7 @@ override with_llvm = no
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+-include $(OBJS:.o=.d)
 
 .PHONY: demo test bench bench-pgbench format unit fuzz deps
 deps:

@@ -118,8 +118,12 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
         return true;
     StringInfoData where;
     initStringInfo(&where);
+    AttrNumber resource_attnum = static_cast<AttrNumber>(g.policy.resource_attnum);
     if (g.policy.scope == Scope::kResource)
-        appendStringInfo(&where, "resource %s (namespace %s)", quote_literal_cstr(resource),
+        appendStringInfo(&where, "resource %s (namespace %s)",
+                         CallerMaySeeColumns(g.rel, g.policy.home_relid, &resource_attnum, 1)
+                             ? quote_literal_cstr(resource)
+                             : "(not shown)",
                          quote_literal_cstr(g.name_space));
     else
         appendStringInfoString(&where, "table-wide high-water mark");
@@ -165,7 +169,7 @@ bool RaisedByThisTransaction(const GuardContext &g, Token offered, Token hwm) {
         (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
          errmsg("writing a deleted key of table %s requires a fencing token", QualifiedName(g.rel)),
          errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
-                   RowKeyDescription(g.rel, g.new_row), tombstone),
+                   RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
          errhint("SET LOCAL fencing.token, or write the token column."), errtable(g.rel)));
     pg_unreachable();
 }
@@ -294,7 +298,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
             if (fenced && g.event != RowEvent::kInsert && has_old_token &&
                 !Admits(offered.value, old_token, g.policy.strict) &&
                 !RaisedByThisTransaction(g, offered.value, old_token)) {
-                Stale(g, RowKeyDescription(g.rel, g.old_row), offered.value, old_token);
+                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
+                      old_token);
                 return PointerGetDatum(nullptr);
             }
             if (moves_key)
@@ -311,7 +316,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
                     if (moves_key && !judged)
                         RequireTokenForDeletedKey(g, tombstone);
                     if (judged && !Admits(token, tombstone, g.policy.strict)) {
-                        Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone);
+                        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
+                              tombstone);
                         return PointerGetDatum(nullptr);
                     }
                 }
@@ -379,7 +385,7 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
         RequireTokenForDeletedKey(g, tombstone);
     if (!Admits(token, tombstone, g.policy.strict))
-        Stale(g, RowKeyDescription(g.rel, g.new_row), token, tombstone, false);
+        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
     return PointerGetDatum(nullptr);
 }
 

@@ -22,6 +22,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -41,15 +42,23 @@ enum class DmlKind : char { kUpdate = 'u', kDelete = 'd', kUpsert = 'i' };
 
 constexpr Size kCacheKeySize = 1024;
 
+// Plans are dropped when their table's relcache entry is invalidated, and the
+// cache holds at most this many, so dropped tables and one-off column sets
+// cannot make it grow without bound.
+constexpr long kMaxCachedPlans = 256;
+
 struct PlanEntry {
     char key[kCacheKeySize];  // "relid op cols" (hash key)
     Oid relid;
     bool valid;
+    int running;  // executions in progress (a trigger may call fenced_*() again)
     SPIPlanPtr plan;
-    int ncolumns;                 // JSON-supplied parameters, in key order
-    FmgrInfo input[kMaxColumns];  // each column type's input function
-    Oid ioparam[kMaxColumns];
-    int32 typmod[kMaxColumns];
+    MemoryContext memory;  // the arrays below and the input functions' state
+    int ncolumns;          // JSON-supplied parameters, in key order
+    FmgrInfo *input;       // each column type's input function
+    Oid *ioparam;
+    int32 *typmod;
+    bool *array_column;  // a JSON array is read as a PostgreSQL array
 };
 
 HTAB *plan_cache = nullptr;
@@ -63,6 +72,31 @@ void InvalidatePlans(Datum, Oid relid) {
          e = static_cast<PlanEntry *>(hash_seq_search(&seq)))
         if (relid == InvalidOid || e->relid == relid)
             e->valid = false;
+}
+
+void ReleaseEntry(PlanEntry *e) {
+    if (e->plan != nullptr)
+        SPI_freeplan(e->plan);
+    e->plan = nullptr;
+    if (e->memory != nullptr)
+        MemoryContextDelete(e->memory);
+    e->memory = nullptr;
+}
+
+// Frees every entry that is not running and is invalid (or, when the cache is
+// full, every entry that is not running). Never called from an invalidation
+// callback, which may fire while a plan executes.
+void SweepPlans() {
+    bool full = hash_get_num_entries(plan_cache) >= kMaxCachedPlans;
+    HASH_SEQ_STATUS seq;
+    hash_seq_init(&seq, plan_cache);
+    for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
+         e = static_cast<PlanEntry *>(hash_seq_search(&seq))) {
+        if (e->running > 0 || (e->valid && !full))
+            continue;
+        ReleaseEntry(e);
+        hash_search(plan_cache, e->key, HASH_REMOVE, nullptr);
+    }
 }
 
 struct Target {
@@ -145,8 +179,9 @@ const char *EqualityOperator(Oid type, const char *column) {
 void RememberInput(PlanEntry *e, int index, const ColumnRef &c) {
     Oid input;
     getTypeInputInfo(c.type, &input, &e->ioparam[index]);
-    fmgr_info_cxt(input, &e->input[index], TopMemoryContext);
+    fmgr_info_cxt(input, &e->input[index], e->memory);
     e->typmod[index] = c.typmod;
+    e->array_column[index] = OidIsValid(get_element_type(getBaseType(c.type)));
 }
 
 // Builds and prepares the statement. Parameter $1 is the token; then one
@@ -155,11 +190,20 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
              const Members &second) {
     StringInfoData sql;
     initStringInfo(&sql);
-    Oid argtypes[1 + 2 * kMaxColumns];
+    int total = first.count + second.count;
+    auto *argtypes = static_cast<Oid *>(palloc(sizeof(Oid) * (total + 1)));
     argtypes[0] = t.token_type;
     int n = 0;
     const char *quoted_token = quote_identifier(t.token_column);
-    ColumnRef cols[2 * kMaxColumns];
+    auto *cols = static_cast<ColumnRef *>(palloc(sizeof(ColumnRef) * (total + 1)));
+    e->memory =
+        AllocSetContextCreate(TopMemoryContext, "fencing fenced DML plan", ALLOCSET_SMALL_SIZES);
+    e->input =
+        static_cast<FmgrInfo *>(MemoryContextAlloc(e->memory, sizeof(FmgrInfo) * (total + 1)));
+    e->ioparam = static_cast<Oid *>(MemoryContextAlloc(e->memory, sizeof(Oid) * (total + 1)));
+    e->typmod = static_cast<int32 *>(MemoryContextAlloc(e->memory, sizeof(int32) * (total + 1)));
+    e->array_column =
+        static_cast<bool *>(MemoryContextAlloc(e->memory, sizeof(bool) * (total + 1)));
     for (int i = 0; i < first.count; ++i)
         cols[n++] = Column(t, first.names[i], kind == DmlKind::kUpsert ? "row" : "key");
     for (int i = 0; i < second.count; ++i) cols[n++] = Column(t, second.names[i], "changes");
@@ -290,13 +334,23 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
         ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
                         errmsg("column names too long for a fenced statement")));
     bool found;
-    auto *e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_ENTER, &found));
+    auto *e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_FIND, &found));
     if (found && e->valid)
         return e;
-    if (found && e->plan != nullptr)
-        SPI_freeplan(e->plan);
+    SweepPlans();
+    e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_ENTER, &found));
+    if (found) {
+        // Invalid but running (a nested call): build the new plan beside it.
+        if (e->running > 0)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+                            errmsg("the fenced statement on %s changed while it was running",
+                                   RelName(relid))));
+        ReleaseEntry(e);
+    }
     e->relid = relid;
     e->plan = nullptr;
+    e->memory = nullptr;
+    e->running = 0;
     e->valid = false;
     Target t;
     ResolveTarget(relid, &t);
@@ -310,6 +364,22 @@ struct ConversionContext {
 
 void ConversionErrorContext(void *arg) {
     errcontext("converting JSON member \"%s\"", static_cast<ConversionContext *>(arg)->column);
+}
+
+void RequireWritePrivilege(Oid relid, DmlKind kind) {
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
+    AclMode mode = kind == DmlKind::kUpdate   ? ACL_UPDATE
+                   : kind == DmlKind::kDelete ? ACL_DELETE
+                                              : ACL_INSERT;
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
+        (kind != DmlKind::kDelete &&
+         pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ANY) == ACLCHECK_OK))
+        return;
+    aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
+                   get_rel_name(relid));
 }
 
 Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
@@ -332,10 +402,15 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     if (kind == DmlKind::kUpdate)
         ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &second);
 
+    // The caller's rights are checked before anything is planned; the
+    // statement itself then runs as the caller, column privileges and RLS
+    // included.
+    RequireWritePrivilege(relid, kind);
+
     SPI_connect();
     PlanEntry *e = PlanFor(kind, relid, first, second);
-    Datum values[1 + 2 * kMaxColumns];
-    char nulls[1 + 2 * kMaxColumns + 1];
+    auto *values = static_cast<Datum *>(palloc(sizeof(Datum) * (e->ncolumns + 1)));
+    auto *nulls = static_cast<char *>(palloc(e->ncolumns + 2));
     values[0] = Int64GetDatum(token);
     nulls[0] = ' ';
     ConversionContext conversion;
@@ -348,7 +423,7 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
         const Members &m = i < first.count ? first : second;
         int j = i < first.count ? i : i - first.count;
         conversion.column = m.names[j];
-        char *text = JsonScalarText(m.values[j]);
+        char *text = JsonValueText(m.values[j], e->array_column[i]);
         values[i + 1] = InputFunctionCall(&e->input[i], text, e->ioparam[i], e->typmod[i]);
         nulls[i + 1] = text == nullptr ? 'n' : ' ';
     }
@@ -361,6 +436,7 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     fenced_dml_token = token;
     fenced_dml_relid = relid;
     fenced_dml_depth++;
+    e->running++;
     PG_TRY();
     {
         int rc = SPI_execute_plan(e->plan, values, nulls, false, 0);
@@ -371,6 +447,7 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     }
     PG_FINALLY();
     {
+        e->running--;
         fenced_dml_depth--;
         fenced_dml_relid = saved_relid;
         fenced_dml_token = saved_token;

@@ -1,11 +1,14 @@
 // Reading and resetting high-water marks from SQL:
 //   fencing_high_water(target regclass, key jsonb)   anyone who may SELECT the table
 //   fencing_resource_high_water(resource text, namespace text)  anyone
-//   fencing_reset(target regclass, key jsonb)         the table's owner; logged
-//   fencing_resource_reset(resource text, namespace text)       superusers; logged
+//   fencing_reset(target regclass, key jsonb)         the table owner (resource scope:
+//                                                      also the namespace owner); logged
+//   fencing_resource_reset(resource text, namespace text)       the namespace owner; logged
 #include "pg/boundary.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/hwm_store.hpp"
+#include "pg/internal_access.hpp"
+#include "pg/namespaces.hpp"
 #include "pg/json_args.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
@@ -25,12 +28,6 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-void Exec(const char *sql, int nargs, Oid *types, Datum *values) {
-    int rc = SPI_execute_with_args(sql, nargs, types, values, nullptr, false, 0);
-    if (rc < 0)
-        elog(ERROR, "fencing: internal statement failed: %s", SPI_result_code_string(rc));
-}
-
 // Max of column 1 over the result rows, if any row has a non-NULL value.
 bool MaxOfResult(Token *out) {
     bool any = false;
@@ -47,20 +44,28 @@ bool MaxOfResult(Token *out) {
     return any;
 }
 
+// The protected table named by argument 0 and its policy. The policy is read
+// in an internal session of its own: what follows runs as the caller.
 Oid RequireProtectedTarget(FunctionCallInfo fcinfo, ProtectedRow *row) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
-    if (!ReadProtectedRow(relid, row))
+    InternalSession session;
+    BeginInternal(&session);
+    bool found = ReadProtectedRow(relid, row);
+    EndInternal(&session);
+    if (!found)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("table %s is not protected by fencing", RelName(relid))));
     return relid;
 }
 
 // Row scope: the primary key values named by key, converted to column types.
+// Runs as the caller: a domain's CHECK or a type's input function on a key
+// column is the caller's code and gets the caller's rights.
 struct KeyValues {
     PrimaryKey pk;
     Oid pkindex;
-    Oid types[32];
-    Datum values[32];
+    Oid types[INDEX_MAX_KEYS];
+    Datum values[INDEX_MAX_KEYS];
 };
 
 void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
@@ -75,13 +80,19 @@ void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
     }
     out->pkindex = RelationGetPrimaryKeyIndex(rel);
     TupleDesc desc = RelationGetDescr(rel);
+    if (m.count != out->pk.natts) {
+        table_close(rel, AccessShareLock);
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("key must name exactly the primary key columns of %s", RelName(relid))));
+    }
     for (int i = 0; i < out->pk.natts; ++i) {
         Form_pg_attribute att = TupleDescAttr(desc, out->pk.attnums[i] - 1);
         int found = -1;
         for (int j = 0; j < m.count; ++j)
             if (strcmp(m.names[j], NameStr(att->attname)) == 0)
                 found = j;
-        if (found < 0 || m.count != out->pk.natts) {
+        if (found < 0) {
             table_close(rel, AccessShareLock);
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("key must name exactly the primary key columns of %s",
@@ -101,7 +112,7 @@ void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
 }
 
 // Resource scope: the resource named by key, as the guard spells it (the
-// column type's text output).
+// column type's text output). Runs as the caller, as ReadRowKey does.
 char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     Members m;
     ReadMembers(key, "key", false, &m);
@@ -121,126 +132,126 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     return ResourceKeyText(type, d);
 }
 
+const char *const kResourceHwmRead =
+    "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+    " AND resource OPERATOR(pg_catalog.=) $2";
+
+// The live row's token, read as the table's owner in a restricted security
+// context (as ANALYZE reads a table): the caller's RLS policies cannot hide the
+// row, and no code reached from the scan runs with more than the owner's rights.
+bool LiveRowToken(Oid relid, const ProtectedRow &row, const KeyValues &k, Token *out) {
+    StringInfoData sql;
+    initStringInfo(&sql);
+    appendStringInfo(&sql, "SELECT %s::pg_catalog.int8 FROM %s WHERE ",
+                     quote_identifier(row.token_column), RelName(relid));
+    Relation rel = table_open(relid, AccessShareLock);
+    Oid rel_owner = rel->rd_rel->relowner;
+    Oid argtypes[INDEX_MAX_KEYS];
+    AppendKeyPredicate(&sql, rel, k.pk, k.pkindex, argtypes);
+    table_close(rel, AccessShareLock);
+    Oid internal_user;
+    int internal_context;
+    GetUserIdAndSecContext(&internal_user, &internal_context);
+    SetUserIdAndSecContext(
+        rel_owner, internal_context | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    int rc = SPI_execute_with_args(sql.data, k.pk.natts, argtypes, const_cast<Datum *>(k.values),
+                                   nullptr, true, 1);
+    SetUserIdAndSecContext(internal_user, internal_context);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: HWM lookup failed: %s", SPI_result_code_string(rc))));
+    return MaxOfResult(out);
+}
+
 Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
-    InternalAccess access;
-    SPI_connect();
+    // Privilege check and key conversion as the caller, before any elevation.
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
+    if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+        aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
+                       get_rel_name(relid));
     ProtectedRow row;
-    Oid relid;
-    {
-        // Privilege check as the caller. The HWM tables are then read past
-        // RLS; a live row is read as the table's owner (see below).
-        if (!PG_ARGISNULL(0) &&
-            pg_class_aclcheck(PG_GETARG_OID(0), GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-            aclcheck_error(ACLCHECK_NO_PRIV, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
-    }
-    BeginInternalAccess(&access);
-    relid = RequireProtectedTarget(fcinfo, &row);
-    Token hwm = 0;
-    bool found = false;
+    RequireProtectedTarget(fcinfo, &row);
+    KeyValues k;
+    char *resource = nullptr;
     switch (row.scope) {
-        case Scope::kRow: {
+        case Scope::kRow:
             if (PG_ARGISNULL(1))
                 ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                                 errmsg("table %s is fenced per row: pass the row's primary key",
                                        RelName(relid))));
-            KeyValues k;
             ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
-            // The live row's token ...
-            StringInfoData sql;
-            initStringInfo(&sql);
-            appendStringInfo(&sql, "SELECT %s::pg_catalog.int8 FROM %s WHERE ",
-                             quote_identifier(row.token_column), RelName(relid));
-            Relation rel = table_open(relid, AccessShareLock);
-            Oid rel_owner = rel->rd_rel->relowner;
-            Oid argtypes[32];
-            AppendKeyPredicate(&sql, rel, k.pk, k.pkindex, argtypes);
-            table_close(rel, AccessShareLock);
-            // The user table is read as its owner in a restricted security
-            // context (as ANALYZE does), not as the superuser that reads
-            // fencing.*: no user code reached from the scan runs privileged.
-            Oid internal_user;
-            int internal_context;
-            GetUserIdAndSecContext(&internal_user, &internal_context);
-            SetUserIdAndSecContext(rel_owner, internal_context | SECURITY_LOCAL_USERID_CHANGE |
-                                                  SECURITY_RESTRICTED_OPERATION);
-            int rc =
-                SPI_execute_with_args(sql.data, k.pk.natts, argtypes, k.values, nullptr, true, 1);
-            SetUserIdAndSecContext(internal_user, internal_context);
-            if (rc < 0)
-                elog(ERROR, "fencing: HWM lookup failed: %s", SPI_result_code_string(rc));
-            found = MaxOfResult(&hwm);
+            break;
+        case Scope::kResource:
+            if (PG_ARGISNULL(1))
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
+                                       RelName(relid), row.resource_column)));
+            resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1));
+            break;
+        case Scope::kTable:
+            break;
+    }
+    // Only fixed statements from here on.
+    Datum tombstone_key =
+        row.scope == Scope::kRow ? TombstoneKey(k.pk.natts, k.types, k.values) : (Datum)0;
+    InternalSession session;
+    BeginInternal(&session);
+    Token hwm = 0;
+    bool found = false;
+    switch (row.scope) {
+        case Scope::kRow: {
+            found = LiveRowToken(relid, row, k, &hwm);
             // ... or the tombstone a deleted row left, whichever is higher.
             Token tombstone;
-            if (LookupTombstone(relid, TombstoneKey(k.pk.natts, k.types, k.values), &tombstone) &&
-                (!found || tombstone > hwm)) {
+            if (LookupTombstone(relid, tombstone_key, &tombstone) && (!found || tombstone > hwm)) {
                 hwm = tombstone;
                 found = true;
             }
             break;
         }
         case Scope::kResource: {
-            if (PG_ARGISNULL(1))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
-                                       RelName(relid), row.resource_column)));
             Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {
-                CStringGetTextDatum(row.resource_namespace),
-                CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
-            Exec(
-                "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-                " AND resource OPERATOR(pg_catalog.=) $2",
-                2, types, values);
+            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
+                              CStringGetTextDatum(resource)};
+            RunInternalSql(kResourceHwmRead, 2, types, values, nullptr, true);
             found = MaxOfResult(&hwm);
             break;
         }
         case Scope::kTable: {
             Oid types[] = {OIDOID};
             Datum values[] = {ObjectIdGetDatum(relid)};
-            Exec("SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1,
-                 types, values);
+            RunInternalSql(
+                "SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
+                values, nullptr, true);
             found = MaxOfResult(&hwm);
             break;
         }
     }
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&session);
     if (!found)
         PG_RETURN_NULL();
     PG_RETURN_INT64(hwm);
-}
-
-// (namespace, resource) of the resource-named functions: arguments 1 and 0,
-// the namespace defaulting to 'default'.
-void NamespaceAndResource(FunctionCallInfo fcinfo, Datum *values) {
-    values[0] = PG_ARGISNULL(1) ? CStringGetTextDatum("default") : PG_GETARG_DATUM(1);
-    values[1] = PG_GETARG_DATUM(0);
 }
 
 Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
+    char *name_space = NamespaceArg(fcinfo, 1);
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[2];
-    NamespaceAndResource(fcinfo, values);
-    Exec(
-        "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-        " AND resource OPERATOR(pg_catalog.=) $2",
-        2, types, values);
+    Datum values[] = {CStringGetTextDatum(name_space), PG_GETARG_DATUM(0)};
+    InternalSession session;
+    BeginInternal(&session);
+    RunInternalSql(kResourceHwmRead, 2, types, values, nullptr, true);
     Token hwm = 0;
     bool found = MaxOfResult(&hwm);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&session);
     if (!found)
         PG_RETURN_NULL();
     PG_RETURN_INT64(hwm);
 }
 
-// Deletes HWM rows and logs each one, with the calling user (captured before
-// internal access switched the user id); returns how many were removed.
+// Deletes HWM rows and logs each one with the calling user (captured before
+// the internal session switched the user id); returns how many were removed.
 int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, const char *target,
                   const char *caller) {
     StringInfoData sql;
@@ -248,9 +259,9 @@ int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, 
     appendStringInfo(
         &sql,
         "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
-        " SELECT pg_catalog.quote_ident(%s), %s, gone.key, gone.hwm FROM gone",
+        " SELECT %s::pg_catalog.name, %s::pg_catalog.text, gone.key, gone.hwm FROM gone",
         delete_sql, quote_literal_cstr(caller), quote_literal_cstr(target));
-    Exec(sql.data, nargs, types, values);
+    RunInternalSql(sql.data, nargs, types, values, nullptr, false);
     int64 removed = static_cast<int64>(SPI_processed);
     ereport(LOG, (errmsg("fencing_reset: %s removed " INT64_FORMAT " high-water mark(s) of %s",
                          caller, removed, target)));
@@ -258,16 +269,32 @@ int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, 
 }
 
 Datum ResetTable(FunctionCallInfo fcinfo) {
-    if (!PG_ARGISNULL(0) && SearchSysCacheExists1(RELOID, PG_GETARG_DATUM(0)) &&
-        !pg_class_ownercheck(PG_GETARG_OID(0), GetUserId()))
-        aclcheck_error(ACLCHECK_NOT_OWNER, OBJECT_TABLE, get_rel_name(PG_GETARG_OID(0)));
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
+    if (!pg_class_ownercheck(relid, GetUserId()))
+        aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
+                       get_rel_name(relid));
     const char *caller = GetUserNameFromId(GetUserId(), false);
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
     ProtectedRow row;
-    Oid relid = RequireProtectedTarget(fcinfo, &row);
+    RequireProtectedTarget(fcinfo, &row);
     const char *target = RelName(relid);
+    // The caller's key, converted as the caller.
+    KeyValues k;
+    char *resource = nullptr;
+    Datum tombstone_key = (Datum)0;
+    if (row.scope == Scope::kRow && !PG_ARGISNULL(1)) {
+        ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
+        tombstone_key = TombstoneKey(k.pk.natts, k.types, k.values);
+    } else if (row.scope == Scope::kResource) {
+        if (PG_ARGISNULL(1))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("name the resource to reset: {\"%s\": <resource>}",
+                                   row.resource_column),
+                            errdetail("Resource HWMs are shared by every table in namespace %s.",
+                                      quote_literal_cstr(row.resource_namespace))));
+        resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1));
+    }
+    InternalSession session;
+    BeginInternal(&session);
     int64 removed = 0;
     switch (row.scope) {
         case Scope::kRow: {
@@ -279,11 +306,8 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
                     " RETURNING key::pg_catalog.text AS key, hwm",
                     1, types, values, target, caller);
             } else {
-                KeyValues k;
-                ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
                 Oid types[] = {OIDOID, TEXTARRAYOID};
-                Datum values[] = {ObjectIdGetDatum(relid),
-                                  TombstoneKey(k.pk.natts, k.types, k.values)};
+                Datum values[] = {ObjectIdGetDatum(relid), tombstone_key};
                 removed = ResetAndLog(
                     "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
                     " AND key OPERATOR(pg_catalog.=) $2"
@@ -293,17 +317,13 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             break;
         }
         case Scope::kResource: {
-            if (PG_ARGISNULL(1))
-                ereport(ERROR,
-                        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                         errmsg("name the resource to reset: {\"%s\": <resource>}",
-                                row.resource_column),
-                         errdetail("Resource HWMs are shared by every table in namespace %s.",
-                                   quote_literal_cstr(row.resource_namespace))));
+            // The HWM is shared by every table in the namespace: lowering it
+            // is the namespace owner's call, not any one table owner's.
+            RequireNamespaceOwner(row.resource_namespace, session.saved_user,
+                                  "reset its high-water marks");
             Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {
-                CStringGetTextDatum(row.resource_namespace),
-                CStringGetTextDatum(ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1)))};
+            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
+                              CStringGetTextDatum(resource)};
             removed = ResetAndLog(
                 "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
                 " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
@@ -320,44 +340,28 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             break;
         }
     }
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&session);
     PG_RETURN_INT64(removed);
 }
 
 Datum ResetResource(FunctionCallInfo fcinfo) {
+    char *name_space = NamespaceArg(fcinfo, 1);
     if (PG_ARGISNULL(0))
         ereport(ERROR,
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
     Oid caller_id = GetUserId();
     const char *caller = GetUserNameFromId(caller_id, false);
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
     Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[2];
-    NamespaceAndResource(fcinfo, values);
-    // The namespace's owner (or a superuser) may reset its resources.
-    Exec("SELECT owner FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) $1", 1,
-         types, values);
-    Oid owner =
-        SPI_processed > 0
-            ? get_role_oid(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), true)
-            : InvalidOid;
-
-    if (!superuser_arg(caller_id) && !(OidIsValid(owner) && has_privs_of_role(caller_id, owner)))
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("only the owner of resource namespace %s or a superuser may reset "
-                               "its high-water marks",
-                               quote_literal_cstr(text_to_cstring(DatumGetTextPP(values[0])))),
-                        errhint("A table owner can use fencing_reset(table, key).")));
-    char *target = psprintf("namespace %s", text_to_cstring(DatumGetTextPP(values[0])));
+    Datum values[] = {CStringGetTextDatum(name_space), PG_GETARG_DATUM(0)};
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceOwner(name_space, caller_id, "reset its high-water marks");
+    char *target = psprintf("namespace %s", name_space);
     int64 removed = ResetAndLog(
         "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
         " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
         2, types, values, target, caller);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&session);
     PG_RETURN_INT64(removed);
 }
 

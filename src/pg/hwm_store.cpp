@@ -1,5 +1,7 @@
 #include "pg/hwm_store.hpp"
 
+#include "pg/internal_access.hpp"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -130,9 +132,8 @@ bool FirstInt8(Token *out) {
 HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read,
                                InternalStatement *first, Datum *raise_args, Datum *read_args,
                                Datum *first_args, Token offered, bool strict) {
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     HwmVerdict verdict = {false, 0};
     bool settled = false;
     for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
@@ -155,8 +156,7 @@ HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read
             settled = true;
         }
     }
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     if (settled)
         return verdict;
     ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -318,17 +318,6 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
 }
 
 }  // namespace
-
-void BeginInternalAccess(InternalAccess *saved) {
-    GetUserIdAndSecContext(&saved->saved_user, &saved->saved_context);
-    SetUserIdAndSecContext(BOOTSTRAP_SUPERUSERID, saved->saved_context |
-                                                      SECURITY_LOCAL_USERID_CHANGE |
-                                                      SECURITY_RESTRICTED_OPERATION);
-}
-
-void EndInternalAccess(const InternalAccess *saved) {
-    SetUserIdAndSecContext(saved->saved_user, saved->saved_context);
-}
 
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict) {

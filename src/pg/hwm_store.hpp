@@ -15,22 +15,12 @@ struct HwmVerdict {
     Token hwm;  // the HWM the offered token was judged against (when !admitted)
 };
 
-// Internal tables are read and written as the bootstrap superuser in a
-// restricted security context, so the caller's grants, RLS policies and
-// search_path cannot hide or change an HWM. Begin/End pair, no destructors.
-struct InternalAccess {
-    Oid saved_user;
-    int saved_context;
-};
-void BeginInternalAccess(InternalAccess *saved);
-void EndInternalAccess(const InternalAccess *saved);
-
 // Atomic check-and-raise of a shared HWM. Manage their own SPI connection.
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict);
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
-// Caller must be connected to SPI and inside internal access.
+// The caller is inside an internal session (pg/internal_access.hpp).
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 

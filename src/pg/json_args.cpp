@@ -1,6 +1,7 @@
 #include "pg/json_args.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -11,17 +12,23 @@ namespace fencing::pg {
 
 void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out) {
     out->count = 0;
-    if (!JB_ROOT_IS_OBJECT(doc))
+    if (!JB_ROOT_IS_OBJECT(doc) || JB_ROOT_IS_SCALAR(doc))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s must be a JSON object", argname)));
+    int capacity = JB_ROOT_COUNT(doc);
+    if (capacity > MaxTupleAttributeNumber)
+        ereport(ERROR, (errcode(ERRCODE_TOO_MANY_COLUMNS),
+                        errmsg("%s has %d members, more than a table can have columns", argname,
+                               capacity)));
+    out->names = static_cast<char **>(palloc(sizeof(char *) * (capacity + 1)));
+    out->values = static_cast<JsonbValue *>(palloc(sizeof(JsonbValue) * (capacity + 1)));
     JsonbIterator *it = JsonbIteratorInit(&doc->root);
     JsonbValue v;
     JsonbIteratorToken tok;
     while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE) {
         if (tok == WJB_KEY) {
-            if (out->count == kMaxColumns)
-                ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-                                errmsg("%s has more than %d members", argname, kMaxColumns)));
+            if (out->count >= capacity)
+                elog(ERROR, "JSON object has more members than its header says");
             out->names[out->count] = pnstrdup(v.val.string.val, v.val.string.len);
         } else if (tok == WJB_VALUE) {
             out->values[out->count++] = v;
@@ -32,8 +39,9 @@ void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out
                         errmsg("%s must not be empty", argname)));
 }
 
-// The JSON value as the text its column type's input function reads; NULL for JSON null.
-char *JsonScalarText(const JsonbValue &v) {
+namespace {
+
+char *ScalarText(const JsonbValue &v) {
     switch (v.type) {
         case jbvNull:
             return nullptr;
@@ -53,6 +61,52 @@ char *JsonScalarText(const JsonbValue &v) {
     }
 }
 
+void AppendQuoted(StringInfo buf, const char *text) {
+    appendStringInfoChar(buf, '"');
+    for (const char *p = text; *p != '\0'; ++p) {
+        if (*p == '"' || *p == '\\')
+            appendStringInfoChar(buf, '\\');
+        appendStringInfoChar(buf, *p);
+    }
+    appendStringInfoChar(buf, '"');
+}
+
+// A JSON array (in jsonb's binary form) as an array literal, nested arrays as
+// sub-arrays.
+void AppendArrayLiteral(StringInfo buf, JsonbContainer *container) {
+    JsonbIterator *it = JsonbIteratorInit(container);
+    JsonbValue v;
+    JsonbIteratorToken tok;
+    bool first = true;
+    appendStringInfoChar(buf, '{');
+    while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE) {
+        if (tok != WJB_ELEM)
+            continue;
+        if (!first)
+            appendStringInfoChar(buf, ',');
+        first = false;
+        if (v.type == jbvNull)
+            appendStringInfoString(buf, "NULL");
+        else if (v.type == jbvBinary && JsonContainerIsArray(v.val.binary.data))
+            AppendArrayLiteral(buf, v.val.binary.data);
+        else
+            AppendQuoted(buf, ScalarText(v));
+    }
+    appendStringInfoChar(buf, '}');
+}
+
+}  // namespace
+
+char *JsonValueText(const JsonbValue &v, bool array_column) {
+    if (array_column && v.type == jbvBinary && JsonContainerIsArray(v.val.binary.data)) {
+        StringInfoData buf;
+        initStringInfo(&buf);
+        AppendArrayLiteral(&buf, v.val.binary.data);
+        return buf.data;
+    }
+    return ScalarText(v);
+}
+
 namespace {
 
 void ConversionErrorContext(void *arg) {
@@ -62,7 +116,7 @@ void ConversionErrorContext(void *arg) {
 }  // namespace
 
 Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *column, bool *isnull) {
-    char *text = JsonScalarText(v);
+    char *text = JsonValueText(v, OidIsValid(get_element_type(getBaseType(type))));
     *isnull = text == nullptr;
     if (text == nullptr)
         return (Datum)0;

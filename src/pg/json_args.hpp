@@ -9,20 +9,22 @@ extern "C" {
 
 namespace fencing::pg {
 
-inline constexpr int kMaxColumns = 64;
-
-// A JSON object's top-level members, in jsonb's own (deterministic) key order.
+// A JSON object's top-level members, in jsonb's own (deterministic) key order,
+// in palloc'd arrays sized by the object.
 struct Members {
     int count;
-    char *names[kMaxColumns];
-    JsonbValue values[kMaxColumns];
+    char **names;
+    JsonbValue *values;
 };
 
-// Errors (22023) when doc is not an object, or is empty and !allow_empty.
+// Errors (22023) when doc is not an object, or is empty and !allow_empty;
+// 54011 when it has more members than a table can have columns.
 void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out);
 
-// The JSON value as the text its column type's input function reads; nullptr for JSON null.
-char *JsonScalarText(const JsonbValue &v);
+// The JSON value as the text its column type's input function reads; nullptr
+// for JSON null. For an array column, a JSON array becomes an array literal
+// ({...}, elements quoted); otherwise nested values are JSON text.
+char *JsonValueText(const JsonbValue &v, bool array_column);
 
 // Converts a JSON value for a column with the column type's input function.
 Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *column, bool *isnull);

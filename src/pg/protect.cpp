@@ -11,6 +11,8 @@
 #include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
+#include "pg/internal_access.hpp"
+#include "pg/namespaces.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
 
@@ -84,7 +86,7 @@ namespace {
 // change NEW normally run before the check sees it.
 constexpr const char *kGuardName = "zz_fencing_guard";
 
-// Runs SQL on the internal tables (caller holds SPI and internal access).
+// Runs SQL on the internal tables (inside an internal session).
 void Exec(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls) {
     int rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
     if (rc < 0)
@@ -97,7 +99,8 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
     Exec(
-        "SELECT token_column::text, scope, resource_column::text, resource_namespace,"
+        "SELECT token_column::pg_catalog.text, scope, resource_column::pg_catalog.text,"
+        " resource_namespace,"
         " on_stale, strict, require_token FROM fencing.protected"
         " WHERE relid OPERATOR(pg_catalog.=) $1",
         1, types, values, nullptr);
@@ -226,7 +229,7 @@ void DeleteProtectedRow(Oid relid) {
 }
 
 // Makes the guards of relid match its row in fencing.protected (or removes
-// them when there is none). Caller holds SPI and internal access.
+// them when there is none). Inside an internal session.
 void SyncGuards(Oid relid) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         return;
@@ -312,41 +315,6 @@ void WriteProtectedRow(const ProtectedRow &row) {
         8, types, values, nulls);
 }
 
-// A resource namespace belongs to the role that first used it. Joining it
-// needs that role's privileges: otherwise any table owner could raise the
-// HWMs another team's tables are judged against.
-void ClaimNamespace(const char *name_space, Oid table_owner, Oid caller) {
-    // The owner is kept by name, so a dump restores into a cluster whose role
-    // OIDs differ. A namespace whose owner role is gone is claimed afresh.
-    const char *owner_name = GetUserNameFromId(table_owner, false);
-    Oid types[] = {TEXTOID, NAMEOID};
-    NameData owner_data;
-    namestrcpy(&owner_data, owner_name);
-    Datum values[] = {CStringGetTextDatum(name_space), NameGetDatum(&owner_data)};
-    Exec(
-        "INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
-        " ON CONFLICT (name) DO NOTHING",
-        2, types, values, nullptr);
-    Exec(
-        "SELECT owner FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) $1"
-        " FOR UPDATE",
-        1, types, values, nullptr);
-    char *current = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-    Oid owner = get_role_oid(current, true);
-    if (!OidIsValid(owner)) {
-        Exec(
-            "UPDATE fencing.resource_namespace SET owner = $2 WHERE name OPERATOR(pg_catalog.=) $1",
-            2, types, values, nullptr);
-        return;
-    }
-    if (!superuser_arg(caller) && !has_privs_of_role(table_owner, owner))
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("resource namespace %s belongs to role %s",
-                               quote_literal_cstr(name_space), current),
-                        errhint("Tables owned by a member of that role may join it; a superuser "
-                                "may add any table.")));
-}
-
 Oid get_rel_owner(Oid relid) {
     HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
     if (!HeapTupleIsValid(tup))
@@ -416,10 +384,8 @@ Datum Protect(FunctionCallInfo fcinfo) {
 
     // Ownership was checked above, as the caller; from here on the extension's
     // own tables are read and written.
-    Oid caller = GetUserId();
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     if (PG_ARGISNULL(1)) {
         int n = TokenColumns(relid, row.token_column);
         if (n == 0)
@@ -460,7 +426,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));
-        ClaimNamespace(row.resource_namespace, get_rel_owner(relid), caller);
+        JoinNamespace(row.resource_namespace, get_rel_owner(relid));
     } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -471,8 +437,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
     WriteProtectedRow(row);  // fencing.protected_sync installs the guards
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     PG_RETURN_VOID();
 }
 
@@ -560,9 +525,8 @@ FENCING_FUNCTION(fencing_protect) {
 FENCING_FUNCTION(fencing_unprotect) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireOwner(relid);
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     ProtectedRow row;
     bool was_protected = ReadProtectedRow(relid, &row);
     if (!was_protected && OidIsValid(ProtectedAncestor(relid)))
@@ -573,8 +537,7 @@ FENCING_FUNCTION(fencing_unprotect) {
         DeleteProtectedRow(relid);
     else
         SyncGuards(relid);  // e.g. a detached partition still carrying its old parent's guard
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     if (!was_protected)
         ereport(NOTICE, (errmsg("table %s was not protected", RelName(relid))));
     PG_RETURN_BOOL(was_protected);
@@ -595,15 +558,13 @@ FENCING_FUNCTION(fencing_protected_sync) {
         new_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
     if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
         new_relid = DatumGetObjectId(heap_getattr(td->tg_newtuple, 1, desc, &isnull));
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     if (OidIsValid(old_relid) && old_relid != new_relid)
         SyncGuards(old_relid);
     if (OidIsValid(new_relid))
         SyncGuards(new_relid);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     return PointerGetDatum(nullptr);
 }
 
@@ -613,11 +574,9 @@ FENCING_FUNCTION(fencing_on_table_ddl) {
     Oid relid = PG_GETARG_OID(0);
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         PG_RETURN_VOID();
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     OnTableDdl(relid);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     PG_RETURN_VOID();
 }

@@ -37,7 +37,7 @@ struct ProtectedRow {
     bool require_token;
 };
 
-// Reads fencing.protected (caller holds SPI and internal access).
+// Reads fencing.protected (inside an internal session).
 bool ReadProtectedRow(Oid relid, ProtectedRow *row);
 
 }  // namespace fencing::pg

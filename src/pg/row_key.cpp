@@ -1,6 +1,7 @@
 #include "pg/row_key.hpp"
 
 #include "pg/hwm_store.hpp"
+#include "pg/internal_access.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -17,7 +18,10 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
+#include "utils/rls.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
@@ -158,11 +162,35 @@ Datum TombstoneKey(int natts, const Oid *types, const Datum *values) {
     return PointerGetDatum(construct_array(elems, natts, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
-const char *RowKeyDescription(Relation rel, HeapTuple row) {
+bool CallerMaySeeColumns(Relation rel, Oid home_relid, const AttrNumber *attnums, int natts) {
+    // PostgreSQL's own rule for key values in unique-violation details
+    // (BuildIndexValueDescription): nothing under RLS; otherwise SELECT on
+    // the table or on every column. Judged on the protected table the caller
+    // wrote to (a partition's columns are matched by name).
+    if (check_enable_rls(home_relid, InvalidOid, true) == RLS_ENABLED)
+        return false;
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(home_relid, user, ACL_SELECT) == ACLCHECK_OK)
+        return true;
+    TupleDesc desc = RelationGetDescr(rel);
+    for (int i = 0; i < natts; ++i) {
+        AttrNumber home_attnum =
+            get_attnum(home_relid, NameStr(TupleDescAttr(desc, attnums[i] - 1)->attname));
+        if (home_attnum == InvalidAttrNumber ||
+            pg_attribute_aclcheck(home_relid, home_attnum, user, ACL_SELECT) != ACLCHECK_OK)
+            return false;
+    }
+    return true;
+}
+
+const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row) {
     StringInfoData buf;
     initStringInfo(&buf);
     PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk)) {
+    bool has_pk = GetPrimaryKey(rel, &pk);
+    if (has_pk && !CallerMaySeeColumns(rel, home_relid, pk.attnums, pk.natts))
+        return "a row whose key you may not read";
+    if (!has_pk) {
         appendStringInfo(&buf, "row (%u,%u)", ItemPointerGetBlockNumber(&row->t_self),
                          ItemPointerGetOffsetNumber(&row->t_self));
         return buf.data;
@@ -195,12 +223,10 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     Datum key;
     if (!KeyOfRow(rel, pk, new_row, &key))
         return false;
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     bool found = LookupTombstone(home_relid, key, hwm);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
     return found;
 }
 
@@ -256,12 +282,10 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     Datum key;
     if (!KeyOfRow(rel, pk, old_row, &key))
         return;
-    InternalAccess access;
-    SPI_connect();
-    BeginInternalAccess(&access);
+    InternalSession access;
+    BeginInternal(&access);
     RaiseTombstone(home_relid, key, hwm);
-    EndInternalAccess(&access);
-    SPI_finish();
+    EndInternal(&access);
 }
 
 }  // namespace fencing::pg

@@ -13,8 +13,14 @@ extern "C" {
 
 namespace fencing::pg {
 
-// "key (id)=(5)", or the row's ctid when the table has no primary key.
-const char *RowKeyDescription(Relation rel, HeapTuple row);
+// Whether the current user may see these columns' values in an error message
+// (PostgreSQL's rule for unique violations): no RLS on the protected table
+// home_relid, and SELECT on it or on every one of the columns (attnums of rel).
+bool CallerMaySeeColumns(Relation rel, Oid home_relid, const AttrNumber *attnums, int natts);
+
+// "key (id)=(5)", or the row's ctid when the table has no primary key; no
+// column names or values when the current user may not read the key.
+const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row);
 
 // The tombstone HWM for the row's key, if any, read with the latest snapshot
 // whatever the isolation level. False when the table has no primary key, a

@@ -1,0 +1,101 @@
+#include "pg/internal_access.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/fmgroids.h"
+#include "catalog/namespace.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+Oid cached_owner = InvalidOid;
+bool owner_callback_registered = false;
+
+// DROP/ALTER ROLE and REASSIGN OWNED all touch pg_authid; re-read the owner
+// after any of them.
+void ForgetOwner(Datum, int, uint32) {
+    cached_owner = InvalidOid;
+}
+
+Oid ReadExtensionOwner() {
+    Oid ext = get_extension_oid("fencing", true);
+    if (!OidIsValid(ext))
+        return InvalidOid;
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+    SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
+    HeapTuple tup = systable_getnext(scan);
+    Oid owner = HeapTupleIsValid(tup)
+                    ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tup))->extowner
+                    : InvalidOid;
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    return owner;
+}
+
+}  // namespace
+
+Oid ExtensionOwner() {
+    if (!owner_callback_registered) {
+        CacheRegisterSyscacheCallback(AUTHOID, ForgetOwner, 0);
+        owner_callback_registered = true;
+    }
+    if (!OidIsValid(cached_owner))
+        cached_owner = ReadExtensionOwner();
+    return cached_owner;
+}
+
+void BeginInternal(InternalSession *session) {
+    Oid owner = ExtensionOwner();
+    // Fail closed: without an owner there is nobody to act as.
+    if (!OidIsValid(owner) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner)))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the fencing extension is not installed in this database, or its "
+                               "owner role is gone")));
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fencing: could not connect to SPI")));
+    GetUserIdAndSecContext(&session->saved_user, &session->saved_context);
+    SetUserIdAndSecContext(owner, session->saved_context | SECURITY_LOCAL_USERID_CHANGE |
+                                      SECURITY_RESTRICTED_OPERATION);
+    // pg_catalog alone: not even pg_temp is searched. An override (rather
+    // than a SET of search_path) is cheap, and kept plans prepared under it
+    // match it again on the next call, so they are not re-analysed. Popped by
+    // End, or by transaction abort.
+    OverrideSearchPath path;
+    path.schemas = NIL;
+    path.addCatalog = true;
+    path.addTemp = false;
+    path.generation = 0;
+    PushOverrideSearchPath(&path);
+}
+
+void EndInternal(const InternalSession *session) {
+    PopOverrideSearchPath();
+    SetUserIdAndSecContext(session->saved_user, session->saved_context);
+    SPI_finish();
+}
+
+uint64 RunInternalSql(const char *sql, int nargs, const Oid *types, const Datum *values,
+                      const char *nulls, bool read_only) {
+    int rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types),
+                                   const_cast<Datum *>(values), nulls, read_only, 0);
+    if (rc < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    return SPI_processed;
+}
+
+}  // namespace fencing::pg
