@@ -10,6 +10,7 @@ extern "C" {
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/index.h"
+#include "catalog/pg_am.h"
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
@@ -206,8 +207,13 @@ bool ResolveDirectTable(DirectTable *t) {
         return false;
     Relation rel = table_open(relid, AccessShareLock);
     Oid index = RelationGetPrimaryKeyIndex(rel);
+    // The direct path maintains the primary key index only, and assumes the
+    // heap access method: anything else (an index someone added, another
+    // access method) takes the SPI path, which maintains every index.
+    List *indexes = RelationGetIndexList(rel);
+    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && list_length(indexes) == 1;
     table_close(rel, AccessShareLock);
-    if (!OidIsValid(index))
+    if (!OidIsValid(index) || !direct_ok)
         return false;
     t->relid = relid;
     t->index = index;
@@ -246,8 +252,12 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
                          HwmVerdict *verdict) {
     if (!ResolveDirectTable(t))
         return false;
-    Relation rel = table_open(t->relid, RowExclusiveLock);
-    Relation index = index_open(t->index, RowExclusiveLock);
+    // Copies: opening the table accepts invalidation messages, whose callback
+    // clears t (M1: "could not open relation with OID 0" under autovacuum).
+    Oid relid = t->relid;
+    Oid index_relid = t->index;
+    Relation rel = table_open(relid, RowExclusiveLock);
+    Relation index = index_open(index_relid, RowExclusiveLock);
     ScanKeyData keys[2];
     for (int i = 0; i < t->nkeys; ++i)
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
