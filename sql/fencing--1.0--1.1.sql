@@ -20,3 +20,30 @@ COMMENT ON TABLE fencing.resource_namespace IS
 -- The policy view filters rows by privilege: no caller-supplied function may
 -- see the rows it filters out.
 ALTER VIEW @extschema@.fencing_protected SET (security_barrier = true);
+
+----------------------------------------------------------------------------
+-- Tokens from every driver: psycopg binds a small Python int as smallint and
+-- a large one (or a Decimal) as numeric. Both convert implicitly, integral
+-- values only (nothing is rounded), so `SET fence = %s` and
+-- `fenced_update(t, %s, ...)` need no casts.
+----------------------------------------------------------------------------
+CREATE FUNCTION @extschema@.fencing_token(pg_catalog.int2)
+    RETURNS @extschema@.fencing_token AS 'MODULE_PATHNAME', 'fencing_token_from_int2'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION @extschema@.fencing_token(pg_catalog.numeric)
+    RETURNS @extschema@.fencing_token AS 'MODULE_PATHNAME', 'fencing_token_from_numeric'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE CAST (pg_catalog.int2 AS @extschema@.fencing_token)
+    WITH FUNCTION @extschema@.fencing_token(pg_catalog.int2) AS IMPLICIT;
+CREATE CAST (pg_catalog.numeric AS @extschema@.fencing_token)
+    WITH FUNCTION @extschema@.fencing_token(pg_catalog.numeric) AS IMPLICIT;
+
+-- fencing_high_water() reads tombstones with the latest snapshot: its result
+-- can change within a statement, so it is VOLATILE, not STABLE.
+ALTER FUNCTION @extschema@.fencing_high_water(pg_catalog.regclass, pg_catalog.jsonb) VOLATILE;
+
+-- The HWM tables are heap tables whatever default_table_access_method was
+-- when the extension was created (the direct raise path is heap-only).
+ALTER TABLE fencing.resource_hwm SET ACCESS METHOD heap;
+ALTER TABLE fencing.table_hwm SET ACCESS METHOD heap;
+ALTER TABLE fencing.row_tombstone SET ACCESS METHOD heap;

@@ -13,6 +13,7 @@
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/row_key.hpp"
+#include "pg/token_type.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -21,6 +22,7 @@ extern "C" {
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "nodes/bitmapset.h"
 #include "utils/lsyscache.h"
 #include "utils/datum.h"
@@ -68,7 +70,10 @@ const char *QualifiedName(Relation rel) {
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
            bool may_skip = true) {
-    if (may_skip && (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
+    // A foreign key's cascade is never skipped: skipping it would leave the
+    // constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
+    if (may_skip && !InNoForceRLSOperation() &&
+        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
         return;
     Relation home = g.rel;
     ereport(ERROR,
@@ -217,9 +222,9 @@ Datum Guard(FunctionCallInfo fcinfo) {
     int attnum = g.policy.token_attnum;
     if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
         BadGuard(g.rel, "its token column is gone");
-    // Tokens are by-value int64 (fencing_token or bigint). A column whose type
-    // was since changed is refused rather than misread.
-    if (TupleDescAttr(desc, attnum - 1)->attlen != 8 || !TupleDescAttr(desc, attnum - 1)->attbyval)
+    // Tokens are fencing_token or bigint, judged by type OID. A column whose
+    // type was since changed is refused rather than misread.
+    if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
         BadGuard(g.rel, "its token column is no longer fencing_token or bigint");
 
     if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
@@ -249,8 +254,14 @@ Datum Guard(FunctionCallInfo fcinfo) {
     // means the column is a SET target (even to the same value) or its value
     // changed; for INSERT, a non-NULL value.
     bool column_carried = false;
+    Token session_token;
+    bool session_set = SessionToken(g.policy.home_relid, &session_token);
     if (g.event == RowEvent::kInsert) {
-        column_carried = has_new_token;
+        // Under fencing.token, a value the column's DEFAULT filled in is not
+        // the statement offering a token (a trigger cannot tell a default from
+        // a written value, so with a DEFAULT the session token decides).
+        column_carried =
+            has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
     } else if (g.event == RowEvent::kUpdate && has_new_token) {
         column_carried =
             bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, td->tg_updatedcols) ||
@@ -261,8 +272,6 @@ Datum Guard(FunctionCallInfo fcinfo) {
                         errmsg("fencing token " INT64_FORMAT " out of range", new_token),
                         errdetail("A fencing token cannot be negative."), errtable(g.rel)));
 
-    Token session_token;
-    bool session_set = SessionToken(g.policy.home_relid, &session_token);
     OfferedToken offered;
     if (!ResolveOfferedToken(column_carried, new_token, session_set, session_token, &offered))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),

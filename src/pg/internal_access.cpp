@@ -27,21 +27,25 @@ void ForgetOwner(Datum, int, uint32) {
     cached_owner = InvalidOid;
 }
 
-Oid ReadExtensionOwner() {
+// The fencing extension's pg_extension row: its owner and schema.
+bool ReadExtension(Oid *owner, Oid *schema) {
     Oid ext = get_extension_oid("fencing", true);
     if (!OidIsValid(ext))
-        return InvalidOid;
+        return false;
     Relation rel = table_open(ExtensionRelationId, AccessShareLock);
     ScanKeyData key;
     ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
     SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
     HeapTuple tup = systable_getnext(scan);
-    Oid owner = HeapTupleIsValid(tup)
-                    ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tup))->extowner
-                    : InvalidOid;
+    bool found = HeapTupleIsValid(tup);
+    if (found) {
+        auto *form = reinterpret_cast<Form_pg_extension>(GETSTRUCT(tup));
+        *owner = form->extowner;
+        *schema = form->extnamespace;
+    }
     systable_endscan(scan);
     table_close(rel, AccessShareLock);
-    return owner;
+    return found;
 }
 
 }  // namespace
@@ -51,9 +55,15 @@ Oid ExtensionOwner() {
         CacheRegisterSyscacheCallback(AUTHOID, ForgetOwner, 0);
         owner_callback_registered = true;
     }
-    if (!OidIsValid(cached_owner))
-        cached_owner = ReadExtensionOwner();
+    Oid schema;
+    if (!OidIsValid(cached_owner) && !ReadExtension(&cached_owner, &schema))
+        cached_owner = InvalidOid;
     return cached_owner;
+}
+
+Oid ExtensionSchema() {
+    Oid owner, schema;
+    return ReadExtension(&owner, &schema) ? schema : InvalidOid;
 }
 
 void BeginInternal(InternalSession *session) {

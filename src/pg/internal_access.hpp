@@ -28,6 +28,8 @@ void EndInternal(const InternalSession *session);
 
 // The role that owns the fencing extension (InvalidOid when not installed).
 Oid ExtensionOwner();
+// The schema the extension's objects live in (InvalidOid when not installed).
+Oid ExtensionSchema();
 
 // Runs a fixed statement of the extension; the caller is inside an internal
 // session. Returns SPI_processed; raises on SPI failure.

@@ -15,6 +15,7 @@
 #include "pg/namespaces.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
+#include "pg/token_type.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -255,17 +256,7 @@ void SyncGuards(Oid relid) {
 }
 
 Oid TokenType() {
-    Exec(
-        "SELECT t.oid FROM pg_catalog.pg_type t JOIN pg_catalog.pg_extension e"
-        " ON t.typnamespace OPERATOR(pg_catalog.=) e.extnamespace"
-        " WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"
-        " AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'",
-        0, nullptr, nullptr, nullptr);
-    if (SPI_processed == 0)
-        return InvalidOid;
-    bool isnull;
-    return DatumGetObjectId(
-        SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    return FencingTokenTypeOid();
 }
 
 // Names of the fencing_token columns of a relation (at most two are needed).

@@ -1,6 +1,7 @@
 #include "pg/row_key.hpp"
 
 #include "pg/hwm_store.hpp"
+#include "pg/token_type.hpp"
 #include "pg/internal_access.hpp"
 
 extern "C" {
@@ -123,13 +124,7 @@ bool ResourceTypeIsCanonical(Oid type) {
             // Enums print their label; fencing_token prints its decimal value.
             if (type_is_enum(base))
                 return true;
-            HeapTuple tup = SearchSysCache1(TYPEOID, ObjectIdGetDatum(base));
-            if (!HeapTupleIsValid(tup))
-                return false;
-            bool token = strcmp(NameStr(reinterpret_cast<Form_pg_type>(GETSTRUCT(tup))->typname),
-                                "fencing_token") == 0;
-            ReleaseSysCache(tup);
-            return token;
+            return OidIsValid(base) && base == FencingTokenTypeOid();
     }
 }
 

@@ -4,6 +4,17 @@
 #include "core/token.hpp"
 #include "pg/boundary.hpp"
 #include "pg/token_type.hpp"
+#include "pg/internal_access.hpp"
+
+extern "C" {
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/numeric.h"
+#include "utils/syscache.h"
+}
 
 namespace fencing::pg {
 
@@ -35,6 +46,36 @@ Token ParseTokenOrError(const char *text) {
             break;
     }
     return result.value;
+}
+
+namespace {
+
+Oid token_type_oid = InvalidOid;
+bool token_type_callback_registered = false;
+
+void ForgetTokenType(Datum, int, uint32) {
+    token_type_oid = InvalidOid;
+}
+
+}  // namespace
+
+Oid FencingTokenTypeOid() {
+    if (!token_type_callback_registered) {
+        CacheRegisterSyscacheCallback(TYPEOID, ForgetTokenType, 0);
+        token_type_callback_registered = true;
+    }
+    if (!OidIsValid(token_type_oid)) {
+        Oid nsp = ExtensionSchema();
+        if (OidIsValid(nsp))
+            token_type_oid =
+                GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid, CStringGetDatum("fencing_token"),
+                                ObjectIdGetDatum(nsp));
+    }
+    return token_type_oid;
+}
+
+bool IsTokenColumnType(Oid type) {
+    return type == INT8OID || (OidIsValid(type) && type == FencingTokenTypeOid());
 }
 
 }  // namespace fencing::pg
@@ -71,6 +112,35 @@ FENCING_FUNCTION(fencing_token_from_int8) {
 
 FENCING_FUNCTION(fencing_token_from_int4) {
     PG_RETURN_INT64(fencing::pg::TokenFromInt64(PG_GETARG_INT32(0)));
+}
+
+// Drivers bind small integers as smallint (psycopg: a Python int that fits).
+FENCING_FUNCTION(fencing_token_from_int2) {
+    PG_RETURN_INT64(fencing::pg::TokenFromInt64(PG_GETARG_INT16(0)));
+}
+
+// ... and integers beyond bigint, or Decimals, as numeric: integral values
+// only; nothing is rounded.
+FENCING_FUNCTION(fencing_token_from_numeric) {
+    Numeric value = PG_GETARG_NUMERIC(0);
+    if (numeric_is_nan(value) || numeric_is_inf(value))
+        ereport(ERROR,
+                (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("fencing_token out of range"),
+                 errdetail("A fencing token is a finite integer.")));
+    Datum truncated = DirectFunctionCall2(numeric_trunc, NumericGetDatum(value), Int32GetDatum(0));
+    if (!DatumGetBool(DirectFunctionCall2(numeric_eq, NumericGetDatum(value), truncated)))
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+             errmsg("invalid fencing_token: %s is not an integer",
+                    DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(value))))));
+    Datum top = NumericGetDatum(int64_to_numeric(PG_INT64_MAX));
+    if (DatumGetBool(DirectFunctionCall2(numeric_gt, NumericGetDatum(value), top)))
+        ereport(ERROR,
+                (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("fencing_token out of range"),
+                 errdetail("A fencing token is at most 9223372036854775807.")));
+    int64 integer = DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(value)));
+    PG_RETURN_INT64(fencing::pg::TokenFromInt64(integer));
 }
 
 FENCING_FUNCTION(fencing_token_zxid_epoch) {

@@ -9,4 +9,10 @@ namespace fencing::pg {
 Token ParseTokenOrError(const char *text);
 Token TokenFromInt64(int64 value);
 
+// The fencing_token type of the installed extension (cached; InvalidOid when
+// the extension is not installed in this database).
+Oid FencingTokenTypeOid();
+// A token column is fencing_token or bigint, by type OID (not a domain).
+bool IsTokenColumnType(Oid type);
+
 }  // namespace fencing::pg

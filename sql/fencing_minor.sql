@@ -1,0 +1,59 @@
+-- Smaller defects of 1.0, one block each (IDs from the hardening review).
+\set VERBOSITY terse
+
+-- M5: on_stale => 'skip' never skips a foreign key's cascade (skipping it
+-- would leave the constraint violated): the stale cascade is an error.
+CREATE TABLE par_fk (id int PRIMARY KEY, tok bigint UNIQUE);
+INSERT INTO par_fk VALUES (1, 100);
+CREATE TABLE ch_fk (id int PRIMARY KEY, fence bigint REFERENCES par_fk(tok) ON UPDATE CASCADE);
+SELECT fencing_protect('ch_fk', token_column => 'fence', on_stale => 'skip');
+INSERT INTO ch_fk VALUES (1, 100);
+UPDATE par_fk SET tok = 5 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+SELECT c.id, c.fence, p.id AS parent_id FROM ch_fk c LEFT JOIN par_fk p ON p.tok = c.fence;
+-- A direct stale write is still skipped, as configured.
+UPDATE ch_fk SET fence = 5 WHERE id = 1;
+-- A cascade with a fresh token goes through.
+UPDATE par_fk SET tok = 200 WHERE id = 1;
+SELECT c.id, c.fence, p.id AS parent_id FROM ch_fk c LEFT JOIN par_fk p ON p.tok = c.fence;
+DROP TABLE ch_fk, par_fk;
+
+-- M18: a DEFAULT on the token column does not conflict with fencing.token.
+CREATE TABLE dft (id int PRIMARY KEY, v int, fence fencing_token DEFAULT 0);
+BEGIN; SET LOCAL fencing.token = 50; INSERT INTO dft (id, v) VALUES (1, 1); COMMIT;
+SELECT * FROM dft;
+BEGIN; SET LOCAL fencing.token = 40; UPDATE dft SET v = 2 WHERE id = 1; ROLLBACK;
+BEGIN; SET LOCAL fencing.token = 40; INSERT INTO dft (id, v) VALUES (2, 1); COMMIT;
+SELECT * FROM dft ORDER BY id;
+DROP TABLE dft;
+
+-- Tokens of every integer type a driver may bind: smallint, integer, bigint
+-- and integral numeric, as column values and as fenced_update() arguments.
+CREATE TABLE drv (id int PRIMARY KEY, v int, fence fencing_token);
+INSERT INTO drv VALUES (1, 0, 34::smallint);
+UPDATE drv SET fence = 35::smallint WHERE id = 1;
+SELECT fenced_update('drv', 36::smallint, '{"id": 1}', '{"v": 1}');
+SELECT fenced_update('drv', 37::numeric, '{"id": 1}', '{"v": 2}');
+UPDATE drv SET fence = 9223372036854775807::numeric WHERE id = 1;
+SELECT fence FROM drv;
+SELECT 1.5::numeric::fencing_token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT 'NaN'::numeric::fencing_token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT 9223372036854775808::numeric::fencing_token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT (-1)::smallint::fencing_token;
+\echo :LAST_ERROR_SQLSTATE
+SELECT 42.000::numeric::fencing_token AS integral_numeric;
+-- No operator became ambiguous.
+SELECT count(*) FROM drv WHERE fence > 35 AND fence > 35::smallint AND fence > 35.0;
+DROP TABLE drv;
+
+-- fencing_high_water() reads the latest tombstones: VOLATILE, not STABLE.
+SELECT p.proname, p.provolatile FROM pg_catalog.pg_proc p
+ WHERE p.proname IN ('fencing_high_water', 'fencing_resource_high_water') ORDER BY 1;
+
+-- The HWM tables are heap tables.
+SELECT c.relname, a.amname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam
+ WHERE c.relnamespace = 'fencing'::regnamespace AND c.relkind = 'r'
+   AND c.relname IN ('resource_hwm', 'table_hwm', 'row_tombstone') ORDER BY 1;
