@@ -16,6 +16,7 @@
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
 #include "pg/token_type.hpp"
+#include "pg/tombstone_key.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -176,6 +177,10 @@ int RequireColumn(Oid relid, const char *column, const char *what) {
 }
 
 void InstallGuard(Oid leaf, const ProtectedRow &row) {
+    // Every path that fences a table in row scope comes here (protect,
+    // auto-protection, partitions, restore, DDL on a protected table).
+    if (row.scope == Scope::kRow)
+        RequireCanonicalRowKeyOf(leaf);
     Policy policy;
     policy.home_relid = row.relid;
     policy.token_attnum = RequireColumn(leaf, row.token_column, "token");
@@ -427,7 +432,9 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
-    WriteProtectedRow(row);  // fencing.protected_sync installs the guards
+    if (row.scope == Scope::kRow)
+        RequireCanonicalRowKeyOf(relid);  // InstallGuard checks again, for each leaf
+    WriteProtectedRow(row);               // fencing.protected_sync installs the guards
     EndInternal(&access);
     PG_RETURN_VOID();
 }
@@ -501,6 +508,7 @@ void OnTableDdl(Oid relid) {
     row.scope = Scope::kRow;
     row.on_stale = OnStale::kError;
     row.resource_namespace = pstrdup("");
+    RequireCanonicalRowKeyOf(relid);
     WriteProtectedRow(row);
 }
 

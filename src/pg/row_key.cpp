@@ -3,6 +3,7 @@
 #include "pg/hwm_store.hpp"
 #include "pg/token_type.hpp"
 #include "pg/internal_access.hpp"
+#include "pg/tombstone_key.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -34,24 +35,6 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
-
-// Hex of the type's binary send form: unlike text output it does not depend
-// on DateStyle, TimeZone or extra_float_digits.
-text *KeyElement(Oid type, Datum value) {
-    // numeric's binary form keeps the display scale: 1.0 and 1.00 are equal
-    // keys, so numeric uses its normalized text instead.
-    if (getBaseType(type) == NUMERICOID)
-        return cstring_to_text(numeric_normalize(DatumGetNumeric(value)));
-    Oid send;
-    bool varlena;
-    getTypeBinaryOutputInfo(type, &send, &varlena);
-    bytea *bin = OidSendFunctionCall(send, value);
-    Size len = VARSIZE_ANY_EXHDR(bin);
-    text *out = static_cast<text *>(palloc(VARHDRSZ + len * 2));
-    SET_VARSIZE(out, VARHDRSZ + len * 2);
-    hex_encode(VARDATA_ANY(bin), len, VARDATA(out));
-    return out;
-}
 
 // False when a key column is NULL: BEFORE triggers run before NOT NULL is
 // checked, and such a row has no key (the constraint will reject it).
@@ -122,9 +105,7 @@ bool ResourceTypeIsCanonical(Oid type) {
             return true;
         default:
             // Enums print their label; fencing_token prints its decimal value.
-            if (type_is_enum(base))
-                return true;
-            return OidIsValid(base) && base == FencingTokenTypeOid();
+            return type_is_enum(base) || IsFencingTokenType(base);
     }
 }
 
@@ -149,12 +130,6 @@ bool GetPrimaryKey(Relation rel, PrimaryKey *pk) {
     for (int i = 0; i < pk->natts && i < 32; ++i) pk->attnums[i] = ix->indkey.values[i];
     ReleaseSysCache(ixtup);
     return pk->natts > 0 && pk->natts <= 32;
-}
-
-Datum TombstoneKey(int natts, const Oid *types, const Datum *values) {
-    Datum elems[32];
-    for (int i = 0; i < natts; ++i) elems[i] = PointerGetDatum(KeyElement(types[i], values[i]));
-    return PointerGetDatum(construct_array(elems, natts, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
 bool CallerMaySeeColumns(Relation rel, Oid home_relid, const AttrNumber *attnums, int natts) {
@@ -212,6 +187,7 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row) {
 }
 
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+    RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return false;
@@ -226,6 +202,7 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
 }
 
 void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
+    RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;
@@ -271,6 +248,7 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
+    RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;

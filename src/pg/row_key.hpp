@@ -4,6 +4,7 @@
 
 #include "core/token.hpp"
 #include "pg/pg.hpp"
+#include "pg/tombstone_key.hpp"
 
 extern "C" {
 #include "access/htup.h"
@@ -38,9 +39,6 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
-
-// The tombstone key of given primary-key values, in index column order.
-Datum TombstoneKey(int natts, const Oid *types, const Datum *values);
 
 // Resource scope keys HWMs by the resource value's text. Only types whose text
 // form is canonical for their equality qualify: text, varchar, name, integers,
