@@ -194,29 +194,57 @@ bool ChangesPrimaryKey(const GuardContext &g) {
     return false;
 }
 
-Datum Guard(FunctionCallInfo fcinfo) {
+// How a trigger function may be fired: row level, the given timing, one of
+// the given events, with the two arguments InstallGuard writes. Anything else
+// (a superuser attaching the function by hand, FOR EACH STATEMENT, to other
+// events) is refused before a tuple pointer is touched.
+enum FiringEvents : unsigned { kOnInsert = 1, kOnUpdate = 2, kOnDelete = 4 };
+
+TriggerData *FiredAs(FunctionCallInfo fcinfo, const char *function, bool before, unsigned events,
+                     const char *expected) {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.guard() can only be called as a trigger")));
+                        errmsg("%s can only be called as a trigger", function)));
     TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
-    if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
+    TriggerEvent e = td->tg_event;
+    bool timing = before ? TRIGGER_FIRED_BEFORE(e) : TRIGGER_FIRED_AFTER(e);
+    bool event = (TRIGGER_FIRED_BY_INSERT(e) && (events & kOnInsert) != 0) ||
+                 (TRIGGER_FIRED_BY_UPDATE(e) && (events & kOnUpdate) != 0) ||
+                 (TRIGGER_FIRED_BY_DELETE(e) && (events & kOnDelete) != 0);
+    if (!TRIGGER_FIRED_FOR_ROW(e) || !timing || !event)
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.guard() must be a BEFORE ROW trigger")));
+                        errmsg("%s must be fired as %s", function, expected)));
+    if (td->tg_trigger->tgnargs != 2)
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s takes 2 trigger arguments, not %d", function,
+                               td->tg_trigger->tgnargs)));
+    return td;
+}
+
+// The policy's token column must still be there, and still a by-value int64
+// (fencing_token or bigint): a column whose type was since changed is refused
+// rather than misread.
+void RequireTokenColumn(Relation rel, int attnum) {
+    TupleDesc desc = RelationGetDescr(rel);
+    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+        BadGuard(rel, "its token column is gone");
+    if (TupleDescAttr(desc, attnum - 1)->attlen != 8 || !TupleDescAttr(desc, attnum - 1)->attbyval)
+        BadGuard(rel, "its token column is no longer fencing_token or bigint");
+}
+
+Datum Guard(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
 
     GuardContext g;
     g.trigger = td;
     g.rel = td->tg_relation;
     TupleDesc desc = RelationGetDescr(g.rel);
-    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
+    if (!CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
     g.name_space = td->tg_trigger->tgargs[1];
     int attnum = g.policy.token_attnum;
-    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
-        BadGuard(g.rel, "its token column is gone");
-    // Tokens are by-value int64 (fencing_token or bigint). A column whose type
-    // was since changed is refused rather than misread.
-    if (TupleDescAttr(desc, attnum - 1)->attlen != 8 || !TupleDescAttr(desc, attnum - 1)->attbyval)
-        BadGuard(g.rel, "its token column is no longer fencing_token or bigint");
+    RequireTokenColumn(g.rel, attnum);
 
     if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
         g.event = RowEvent::kInsert;
@@ -360,15 +388,14 @@ Datum Guard(FunctionCallInfo fcinfo) {
 // committed meanwhile is visible to the latest snapshot. It is too late to skip
 // the row, so a stale one raises even under on_stale => 'skip'.
 Datum Recheck(FunctionCallInfo fcinfo) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.recheck() can only be called as a trigger")));
-    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerData *td =
+        FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert, "an AFTER ROW trigger on INSERT");
     GuardContext g;
     g.trigger = td;
     g.rel = td->tg_relation;
-    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
+    if (!CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
+    RequireTokenColumn(g.rel, g.policy.token_attnum);
     g.event = RowEvent::kInsert;
     g.old_row = nullptr;
     g.new_row = td->tg_trigtuple;
