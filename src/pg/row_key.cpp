@@ -188,7 +188,7 @@ const char *RowKeyDescription(Relation rel, HeapTuple row) {
     return buf.data;
 }
 
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, bool *raised_here) {
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return false;
@@ -198,7 +198,7 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     InternalAccess access;
     SPI_connect();
     BeginInternalAccess(&access);
-    bool found = LookupTombstone(home_relid, key, hwm);
+    bool found = LookupTombstone(home_relid, key, hwm, raised_here);
     EndInternalAccess(&access);
     SPI_finish();
     return found;
