@@ -6,7 +6,7 @@ set -euo pipefail
 PACKAGES=(
     make g++ clang libclang-rt-14-dev clang-format
     postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
-    libgtest-dev valgrind libipc-run-perl procps
+    libgtest-dev valgrind libipc-run-perl procps python3-psycopg
 )
 
 missing=()

@@ -9,6 +9,7 @@
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
+#   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run.
@@ -99,6 +100,9 @@ if [ -d test/integration ]; then
     [ $rc -ne 0 ] && tail -60 "$LOGDIR/integration.log"
     count_gtest integration "$LOGDIR/integration.log" $rc
 fi
+
+echo "== keymove"
+run_tap_like keymove test/keymove/run.sh
 
 echo "== crash"
 run_tap_like crash test/crash/run.sh
