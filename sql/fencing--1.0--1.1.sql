@@ -47,3 +47,8 @@ ALTER FUNCTION @extschema@.fencing_high_water(pg_catalog.regclass, pg_catalog.js
 ALTER TABLE fencing.resource_hwm SET ACCESS METHOD heap;
 ALTER TABLE fencing.table_hwm SET ACCESS METHOD heap;
 ALTER TABLE fencing.row_tombstone SET ACCESS METHOD heap;
+
+-- Row scope gains an internal AFTER UPDATE OF <primary key columns> trigger
+-- (zz_fencing_move_recheck), the recheck of key moves: re-install the guards
+-- of every protected table (fencing.protected_sync does it for each row).
+UPDATE fencing.protected SET relid = relid;

@@ -10,6 +10,7 @@
 #   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
+#   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run.
@@ -103,6 +104,8 @@ fi
 
 echo "== drivers"
 run_tap_like drivers test/drivers/run.sh
+echo "== keymove"
+run_tap_like keymove test/keymove/run.sh
 
 echo "== crash"
 run_tap_like crash test/crash/run.sh

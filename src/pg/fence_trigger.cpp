@@ -179,53 +179,93 @@ bool RaisedByThisTransaction(const GuardContext &g, Token offered, Token hwm) {
     pg_unreachable();
 }
 
-// Whether an UPDATE writes a different primary key. Only rows whose SET list
-// names a key column pay for the comparison.
-bool ChangesPrimaryKey(const GuardContext &g) {
-    Relation rel = g.rel;
-    // The relcache's own bitmap once computed (rd_indexattr set), else a copy.
-    const Bitmapset *pk = rel->rd_indexattr != nullptr
-                              ? rel->rd_pkattr
-                              : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
-    if (pk == nullptr || !bms_overlap(pk, g.trigger->tg_updatedcols))
-        return false;
+// The primary key's columns: the relcache's own bitmap once computed
+// (rd_indexattr set), else a copy. nullptr when the table has none.
+const Bitmapset *PrimaryKeyColumns(Relation rel) {
+    return rel->rd_indexattr != nullptr
+               ? rel->rd_pkattr
+               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+}
+
+// Whether two versions of a row differ in a primary key column (binary
+// comparison, as the executor's own key-change test).
+bool KeyColumnsDiffer(Relation rel, const Bitmapset *pk, HeapTuple old_row, HeapTuple new_row) {
     TupleDesc desc = RelationGetDescr(rel);
     int member = -1;
     while ((member = bms_next_member(pk, member)) >= 0) {
         int attnum = member + FirstLowInvalidHeapAttributeNumber;
         Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
         bool old_null, new_null;
-        Datum o = heap_getattr(g.old_row, attnum, desc, &old_null);
-        Datum n = heap_getattr(g.new_row, attnum, desc, &new_null);
+        Datum o = heap_getattr(old_row, attnum, desc, &old_null);
+        Datum n = heap_getattr(new_row, attnum, desc, &new_null);
         if (old_null != new_null || (!old_null && !datumIsEqual(o, n, att->attbyval, att->attlen)))
             return true;
     }
     return false;
 }
 
-Datum Guard(FunctionCallInfo fcinfo) {
+// Whether an UPDATE writes a different primary key. Only rows whose SET list
+// names a key column pay for the comparison.
+bool ChangesPrimaryKey(const GuardContext &g) {
+    const Bitmapset *pk = PrimaryKeyColumns(g.rel);
+    if (pk == nullptr || !bms_overlap(pk, g.trigger->tg_updatedcols))
+        return false;
+    return KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row);
+}
+
+// How a trigger function may be fired: row level, the given timing, one of
+// the given events, with the two arguments InstallGuard writes. Anything else
+// (a superuser attaching the function by hand, FOR EACH STATEMENT, to other
+// events) is refused before a tuple pointer is touched.
+enum FiringEvents : unsigned { kOnInsert = 1, kOnUpdate = 2, kOnDelete = 4 };
+
+TriggerData *FiredAs(FunctionCallInfo fcinfo, const char *function, bool before, unsigned events,
+                     const char *expected) {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.guard() can only be called as a trigger")));
+                        errmsg("%s can only be called as a trigger", function)));
     TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
-    if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
+    TriggerEvent e = td->tg_event;
+    bool timing = before ? TRIGGER_FIRED_BEFORE(e) : TRIGGER_FIRED_AFTER(e);
+    bool event = (TRIGGER_FIRED_BY_INSERT(e) && (events & kOnInsert) != 0) ||
+                 (TRIGGER_FIRED_BY_UPDATE(e) && (events & kOnUpdate) != 0) ||
+                 (TRIGGER_FIRED_BY_DELETE(e) && (events & kOnDelete) != 0);
+    if (!TRIGGER_FIRED_FOR_ROW(e) || !timing || !event)
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.guard() must be a BEFORE ROW trigger")));
+                        errmsg("%s must be fired as %s", function, expected)));
+    if (td->tg_trigger->tgnargs != 2)
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s takes 2 trigger arguments, not %d", function,
+                               td->tg_trigger->tgnargs)));
+    return td;
+}
+
+// The policy's token column must still be there, and still a by-value int64
+// (fencing_token or bigint): a column whose type was since changed is refused
+// rather than misread.
+void RequireTokenColumn(Relation rel, int attnum) {
+    TupleDesc desc = RelationGetDescr(rel);
+    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+        BadGuard(rel, "its token column is gone");
+    // Tokens are fencing_token or bigint, judged by type OID. A column whose
+    // type was since changed is refused rather than misread.
+    if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
+        BadGuard(rel, "its token column is no longer fencing_token or bigint");
+}
+
+Datum Guard(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
 
     GuardContext g;
     g.trigger = td;
     g.rel = td->tg_relation;
     TupleDesc desc = RelationGetDescr(g.rel);
-    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
+    if (!CachedPolicy(td->tg_trigger, &g.policy))
         BadGuard(g.rel, "unreadable policy");
     g.name_space = td->tg_trigger->tgargs[1];
     int attnum = g.policy.token_attnum;
-    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
-        BadGuard(g.rel, "its token column is gone");
-    // Tokens are fencing_token or bigint, judged by type OID. A column whose
-    // type was since changed is refused rather than misread.
-    if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
-        BadGuard(g.rel, "its token column is no longer fencing_token or bigint");
+    RequireTokenColumn(g.rel, attnum);
 
     if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
         g.event = RowEvent::kInsert;
@@ -369,32 +409,61 @@ Datum Guard(FunctionCallInfo fcinfo) {
     return PointerGetDatum(unchanged);
 }
 
-// AFTER INSERT (row scope): the
-// key's tombstone once more, now that the write has waited on the primary key
-// index for any transaction that held the key. A DELETE of the key that
-// committed meanwhile is visible to the latest snapshot. It is too late to skip
-// the row, so a stale one raises even under on_stale => 'skip'.
-Datum Recheck(FunctionCallInfo fcinfo) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.recheck() can only be called as a trigger")));
-    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
-    GuardContext g;
-    g.trigger = td;
-    g.rel = td->tg_relation;
-    if (td->tg_trigger->tgnargs != 2 || !CachedPolicy(td->tg_trigger, &g.policy))
-        BadGuard(g.rel, "unreadable policy");
-    g.event = RowEvent::kInsert;
-    g.old_row = nullptr;
-    g.new_row = td->tg_trigtuple;
+// Strict mode admits a token equal to the tombstone only to the transaction
+// that raised the tombstone to it (as RaisedByThisTransaction does for a row's
+// own token).
+bool AdmitsTombstone(const GuardContext &g, Token token, Token tombstone, bool raised_here) {
+    return Admits(token, tombstone, g.policy.strict) ||
+           (g.policy.strict && token == tombstone && raised_here);
+}
+
+// After the write: the key's tombstone once more, read with the latest
+// snapshot, now that the write has waited on the primary key index for any
+// transaction that held the key. A DELETE of the key that committed meanwhile
+// is visible. The row's token is in its token column (the guard filled it in
+// from fencing.token). It is too late to skip the row, so a stale one raises
+// even under on_stale => 'skip'.
+void RecheckWrittenRow(const GuardContext &g) {
     Token tombstone;
-    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone))
-        return PointerGetDatum(nullptr);
+    bool raised_here = false;
+    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone, &raised_here))
+        return;
     Token token;
     if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
         RequireTokenForDeletedKey(g, tombstone);
-    if (!Admits(token, tombstone, g.policy.strict))
+    if (!AdmitsTombstone(g, token, tombstone, raised_here))
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
+}
+
+// AFTER INSERT (row scope): an INSERT that raced a DELETE of its key.
+//
+// AFTER UPDATE OF <primary key columns> (row scope, zz_fencing_move_recheck):
+// an UPDATE that moved a row onto a key that a newer holder deleted between
+// the guard's check and the index insertion. UPDATEs that do not name a key
+// column queue no event; of those that do, only rows whose key changed read
+// the tombstone.
+Datum Recheck(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert | kOnUpdate,
+                              "an AFTER ROW trigger on INSERT or UPDATE");
+    GuardContext g;
+    g.trigger = td;
+    g.rel = td->tg_relation;
+    if (!CachedPolicy(td->tg_trigger, &g.policy))
+        BadGuard(g.rel, "unreadable policy");
+    RequireTokenColumn(g.rel, g.policy.token_attnum);
+    if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
+        g.event = RowEvent::kUpdate;
+        g.old_row = td->tg_trigtuple;
+        g.new_row = td->tg_newtuple;
+        const Bitmapset *pk = PrimaryKeyColumns(g.rel);
+        if (pk == nullptr || !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
+            return PointerGetDatum(nullptr);
+    } else {
+        g.event = RowEvent::kInsert;
+        g.old_row = nullptr;
+        g.new_row = td->tg_trigtuple;
+    }
+    RecheckWrittenRow(g);
     return PointerGetDatum(nullptr);
 }
 

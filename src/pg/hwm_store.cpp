@@ -77,7 +77,7 @@ InternalStatement table_first = {
     {OIDOID, INT8OID},
     nullptr};
 InternalStatement tombstone_read = {
-    "SELECT hwm FROM fencing.row_tombstone"
+    "SELECT hwm, xmin FROM fencing.row_tombstone"
     " WHERE relid OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
     2,
     {OIDOID, TEXTARRAYOID},
@@ -357,7 +357,7 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
                                first_args, offered, strict);
 }
 
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *raised_here) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
     // The latest snapshot, not the transaction's: under REPEATABLE READ a
     // tombstone committed after our snapshot must still stop a stale INSERT.
@@ -367,6 +367,11 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
         ereport(ERROR,
                 (errcode(ERRCODE_INTERNAL_ERROR),
                  errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    if (raised_here != nullptr && SPI_processed > 0) {
+        bool isnull;
+        Datum xmin = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+        *raised_here = !isnull && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin));
+    }
     return FirstInt8(hwm);
 }
 

@@ -13,6 +13,7 @@
 #include "pg/hwm_store.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
+#include "pg/move_recheck.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
 #include "pg/token_type.hpp"
@@ -53,6 +54,9 @@ bool IsGuardTrigger(const char *tgname) {
 }
 bool IsRecheckTrigger(const char *tgname) {
     return HasInternalName(tgname, kRecheckName);
+}
+bool IsMoveRecheckTrigger(const char *tgname) {
+    return HasInternalName(tgname, kMoveRecheckName);
 }
 
 List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
@@ -153,7 +157,9 @@ void RemoveGuard(Oid relid) {
     List *guards = NIL;
     TriggerDesc *desc = rel->trigdesc;
     for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
-        if (IsGuardTrigger(desc->triggers[i].tgname) || IsRecheckTrigger(desc->triggers[i].tgname))
+        if (IsGuardTrigger(desc->triggers[i].tgname) ||
+            IsRecheckTrigger(desc->triggers[i].tgname) ||
+            IsMoveRecheckTrigger(desc->triggers[i].tgname))
             guards = lappend_oid(guards, desc->triggers[i].tgoid);
     table_close(rel, NoLock);
     ListCell *lc;
@@ -224,6 +230,7 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
         recheck->events = TRIGGER_TYPE_INSERT;
         CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
                       FencingFunction("recheck"), InvalidOid, nullptr, true, false);
+        InstallMoveRecheck(leaf, recheck, FencingFunction("recheck"));
     }
 }
 

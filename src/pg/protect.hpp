@@ -16,8 +16,11 @@ namespace fencing::pg {
 // change NEW normally run before the check sees it.
 inline constexpr const char *kGuardName = "zz_fencing_guard";
 inline constexpr const char *kRecheckName = "zz_fencing_recheck";
+// Row scope, tables with a primary key: AFTER UPDATE OF <key columns>.
+inline constexpr const char *kMoveRecheckName = "zz_fencing_move_recheck";
 bool IsGuardTrigger(const char *tgname);
 bool IsRecheckTrigger(const char *tgname);
+bool IsMoveRecheckTrigger(const char *tgname);
 
 // The relations that carry guards: the table itself, or every leaf partition.
 List *GuardedRelations(Oid relid, LOCKMODE lockmode);

@@ -186,7 +186,7 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row) {
     return buf.data;
 }
 
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, bool *raised_here) {
     RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
@@ -196,7 +196,7 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
         return false;
     InternalSession access;
     BeginInternal(&access);
-    bool found = LookupTombstone(home_relid, key, hwm);
+    bool found = LookupTombstone(home_relid, key, hwm, raised_here);
     EndInternal(&access);
     return found;
 }

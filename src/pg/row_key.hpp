@@ -30,7 +30,10 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row);
 // A DELETE of the key that is still in flight is invisible here; the INSERT
 // then waits for it on the primary key index, and the AFTER INSERT recheck
 // (fencing.recheck) reads the tombstone again once that wait is over.
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
+// raised_here, when given, tells whether this transaction wrote the
+// tombstone's current version (strict mode admits an equal token to it).
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm,
+                  bool *raised_here = nullptr);
 
 // Before an UPDATE moves a row onto a new primary key: waits for every
 // transaction still writing a row with that key (an uncommitted INSERT or
