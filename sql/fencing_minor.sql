@@ -57,3 +57,60 @@ SELECT p.proname, p.provolatile FROM pg_catalog.pg_proc p
 SELECT c.relname, a.amname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON a.oid = c.relam
  WHERE c.relnamespace = 'fencing'::regnamespace AND c.relkind = 'r'
    AND c.relname IN ('resource_hwm', 'table_hwm', 'row_tombstone') ORDER BY 1;
+
+-- M2, M3: strict mode admits a token equal to the HWM only to the transaction
+-- that raised the HWM to it, by one rule on every path (row, tombstone,
+-- resource, table).
+CREATE TABLE st (id int PRIMARY KEY, v int, fence fencing_token);
+SELECT fencing_protect('st', strict => true);
+INSERT INTO st VALUES (1, 1, 101), (2, 2, 100);
+UPDATE st SET fence = 101 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- M2: an unfenced write does not make the row "ours".
+BEGIN;
+UPDATE st SET v = 12 WHERE id = 1;
+UPDATE st SET v = 13, fence = 101 WHERE id = 1;
+ROLLBACK;
+-- ... while the raising transaction may go on with its token.
+BEGIN;
+UPDATE st SET v = 14, fence = 102 WHERE id = 1;
+UPDATE st SET v = 15, fence = 102 WHERE id = 1;
+COMMIT;
+-- M3: it may also delete and re-insert its own key, or move a key and back.
+BEGIN; SET LOCAL fencing.token = 200; DELETE FROM st WHERE id = 2; INSERT INTO st VALUES (2, 5); COMMIT;
+BEGIN; SET LOCAL fencing.token = 300; UPDATE st SET id = 3 WHERE id = 1; UPDATE st SET id = 1 WHERE id = 3; COMMIT;
+SELECT * FROM st ORDER BY id;
+SELECT fencing_high_water('st', '{"id": 3}') AS moved_away_tombstone;
+-- Another transaction with the same tokens is refused, everywhere.
+BEGIN; SET LOCAL fencing.token = 300; UPDATE st SET v = 0 WHERE id = 1; ROLLBACK;
+BEGIN; SET LOCAL fencing.token = 300; INSERT INTO st VALUES (3, 0); ROLLBACK;
+BEGIN; SET LOCAL fencing.token = 200; UPDATE st SET v = 0 WHERE id = 2; ROLLBACK;
+-- A raise rolled back with its savepoint is forgotten with it.
+BEGIN;
+SET LOCAL fencing.token = 400;
+SAVEPOINT s; UPDATE st SET v = 1 WHERE id = 2; ROLLBACK TO SAVEPOINT s;
+SET LOCAL fencing.token = 400;
+UPDATE st SET v = 2 WHERE id = 2;
+COMMIT;
+SELECT * FROM st ORDER BY id;
+DROP TABLE st;
+-- Resource and table scope: the SPI path for a first write and the direct
+-- path afterwards apply the same rule.
+CREATE TABLE sr (id int PRIMARY KEY, shard text, fence fencing_token);
+SELECT fencing_protect('sr', scope => 'resource', resource_column => 'shard',
+                       resource_namespace => 'minor-strict', strict => true);
+BEGIN;
+INSERT INTO sr VALUES (1, 'a', 10);
+INSERT INTO sr VALUES (2, 'a', 10);
+UPDATE sr SET fence = 10 WHERE shard = 'a';
+COMMIT;
+INSERT INTO sr VALUES (3, 'a', 10);
+\echo :LAST_ERROR_SQLSTATE
+CREATE TABLE stt (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('stt', scope => 'table', strict => true);
+BEGIN; INSERT INTO stt VALUES (1, 7), (2, 7); UPDATE stt SET fence = 7; COMMIT;
+INSERT INTO stt VALUES (3, 7);
+\echo :LAST_ERROR_SQLSTATE
+DROP TABLE sr, stt;
+DELETE FROM fencing.resource_hwm WHERE namespace = 'minor-strict';
+DELETE FROM fencing.resource_namespace WHERE name = 'minor-strict';

@@ -12,6 +12,7 @@
 #include "pg/errors.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
+#include "pg/raise_registry.hpp"
 #include "pg/row_key.hpp"
 #include "pg/token_type.hpp"
 
@@ -159,11 +160,39 @@ bool CachedPolicy(const Trigger *trigger, Policy *out) {
     return true;
 }
 
-// Strict mode admits each token to one transaction: the one that raised the
-// HWM to it may go on writing with it (the row version is its own).
-bool RaisedByThisTransaction(const GuardContext &g, Token offered, Token hwm) {
-    return g.policy.strict && offered == hwm &&
-           TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(g.old_row->t_data));
+// Row scope's side of the raise registry (pg/raise_registry.hpp): a row's
+// HWM, or its key's tombstone, is identified by the canonical primary key. A
+// table without a primary key has one identity for all its rows, and an equal
+// token is then admitted only on a row version this transaction wrote.
+bool RowRaisedHere(const GuardContext &g, HwmKind kind, HeapTuple row, Token token) {
+    Datum key;
+    if (!RowKeyOf(g.rel, row, &key))
+        return kind == HwmKind::kRow &&
+               TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(row->t_data)) &&
+               RaisedHere(kind, g.policy.home_relid, nullptr, 0, token);
+    auto *bytes = reinterpret_cast<varlena *>(DatumGetPointer(key));
+    return RaisedHere(kind, g.policy.home_relid, VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes),
+                      token);
+}
+
+// Strict mode's one rule: above the HWM, or equal to it and raised to it by
+// this very transaction.
+bool RowAdmits(const GuardContext &g, HwmKind kind, HeapTuple row, Token offered, Token hwm) {
+    if (Admits(offered, hwm, g.policy.strict))
+        return true;
+    return g.policy.strict && offered == hwm && RowRaisedHere(g, kind, row, offered);
+}
+
+void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token token) {
+    if (!g.policy.strict)
+        return;
+    Datum key;
+    if (!RowKeyOf(g.rel, row, &key)) {
+        RecordRaise(kind, g.policy.home_relid, nullptr, 0, token);
+        return;
+    }
+    auto *bytes = reinterpret_cast<varlena *>(DatumGetPointer(key));
+    RecordRaise(kind, g.policy.home_relid, VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), token);
 }
 
 // Bringing back a deleted key needs a token: a row without one would carry no
@@ -345,8 +374,7 @@ Datum Guard(FunctionCallInfo fcinfo) {
             // DELETE) and takes the new one (like an INSERT).
             bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
             if (fenced && g.event != RowEvent::kInsert && has_old_token &&
-                !Admits(offered.value, old_token, g.policy.strict) &&
-                !RaisedByThisTransaction(g, offered.value, old_token)) {
+                !RowAdmits(g, HwmKind::kRow, g.old_row, offered.value, old_token)) {
                 Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
                       old_token);
                 return PointerGetDatum(nullptr);
@@ -364,7 +392,7 @@ Datum Guard(FunctionCallInfo fcinfo) {
                     Token token = fenced ? offered.value : new_token;
                     if (moves_key && !judged)
                         RequireTokenForDeletedKey(g, tombstone);
-                    if (judged && !Admits(token, tombstone, g.policy.strict)) {
+                    if (judged && !RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone)) {
                         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
                               tombstone);
                         return PointerGetDatum(nullptr);
@@ -376,7 +404,13 @@ Datum Guard(FunctionCallInfo fcinfo) {
                 if (fenced && offered.value > left)
                     left = offered.value;
                 LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
+                // An admitted fenced write raised the key's tombstone to
+                // left; an unfenced one only preserved someone else's HWM.
+                if (fenced)
+                    NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
             }
+            if (fenced && g.event != RowEvent::kDelete)
+                NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
             break;
         }
         case Scope::kResource: {
@@ -409,14 +443,6 @@ Datum Guard(FunctionCallInfo fcinfo) {
     return PointerGetDatum(unchanged);
 }
 
-// Strict mode admits a token equal to the tombstone only to the transaction
-// that raised the tombstone to it (as RaisedByThisTransaction does for a row's
-// own token).
-bool AdmitsTombstone(const GuardContext &g, Token token, Token tombstone, bool raised_here) {
-    return Admits(token, tombstone, g.policy.strict) ||
-           (g.policy.strict && token == tombstone && raised_here);
-}
-
 // After the write: the key's tombstone once more, read with the latest
 // snapshot, now that the write has waited on the primary key index for any
 // transaction that held the key. A DELETE of the key that committed meanwhile
@@ -425,13 +451,12 @@ bool AdmitsTombstone(const GuardContext &g, Token token, Token tombstone, bool r
 // even under on_stale => 'skip'.
 void RecheckWrittenRow(const GuardContext &g) {
     Token tombstone;
-    bool raised_here = false;
-    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone, &raised_here))
+    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone))
         return;
     Token token;
     if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
         RequireTokenForDeletedKey(g, tombstone);
-    if (!AdmitsTombstone(g, token, tombstone, raised_here))
+    if (!RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone))
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
 }
 

@@ -1,6 +1,7 @@
 #include "pg/hwm_store.hpp"
 
 #include "pg/internal_access.hpp"
+#include "pg/raise_registry.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -77,7 +78,7 @@ InternalStatement table_first = {
     {OIDOID, INT8OID},
     nullptr};
 InternalStatement tombstone_read = {
-    "SELECT hwm, xmin FROM fencing.row_tombstone"
+    "SELECT hwm FROM fencing.row_tombstone"
     " WHERE relid OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2",
     2,
     {OIDOID, TEXTARRAYOID},
@@ -130,15 +131,35 @@ bool FirstInt8(Token *out) {
 // Steps 2 and 3 can lose a race with a concurrent first write; then the loop
 // runs again against the row that writer committed. In REPEATABLE READ such a
 // race raises a serialization failure inside step 3 instead.
-HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read,
-                               InternalStatement *first, Datum *raise_args, Datum *read_args,
-                               Datum *first_args, Token offered, bool strict) {
+// Which shared HWM a check is about, for the raise registry.
+struct SharedHwm {
+    HwmKind kind;
+    Oid relid;
+    const char *identity;
+    Size identity_len;
+};
+
+bool SharedAdmits(const SharedHwm &h, Token offered, Token hwm, bool strict) {
+    return AdmitsHere(h.kind, h.relid, h.identity, h.identity_len, offered, hwm, strict);
+}
+
+// A raise (or first write) strict mode must remember: this transaction may
+// write with the token again, and nobody else may.
+void NoteRaise(const SharedHwm &h, Token token, bool strict) {
+    if (strict)
+        RecordRaise(h.kind, h.relid, h.identity, h.identity_len, token);
+}
+
+HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
+                               InternalStatement *read, InternalStatement *first, Datum *raise_args,
+                               Datum *read_args, Datum *first_args, Token offered, bool strict) {
     InternalSession access;
     BeginInternal(&access);
     HwmVerdict verdict = {false, 0};
     bool settled = false;
     for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
         if (Run(raise, raise_args) > 0) {
+            NoteRaise(h, offered, strict);
             verdict = {true, offered};
             settled = true;
             break;
@@ -146,13 +167,19 @@ HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read
         Run(read, read_args);
         Token hwm;
         if (FirstInt8(&hwm)) {
-            if (!Admits(offered, hwm, strict)) {
+            // Strict, equal, and raised by this transaction (which holds the
+            // row since): admitted without a write.
+            if (SharedAdmits(h, offered, hwm, strict)) {
+                verdict = {true, offered};
+                settled = true;
+            } else if (!Admits(offered, hwm, strict)) {
                 verdict = {false, hwm};
                 settled = true;
             }
             continue;
         }
         if (Run(first, first_args) > 0) {
+            NoteRaise(h, offered, strict);
             verdict = {true, offered};
             settled = true;
         }
@@ -220,23 +247,6 @@ bool ResolveDirectTable(DirectTable *t) {
     return true;
 }
 
-// Strict mode admits each token once: to the transaction that raised the HWM
-// to it. That transaction may go on writing with it (the later rows of a
-// multi-row statement, or later statements), so an equal token is admitted
-// when this transaction wrote the HWM row's version.
-bool AdmitsHere(TupleTableSlot *slot, Token offered, Token hwm, bool strict) {
-    if (Admits(offered, hwm, strict))
-        return true;
-    if (!strict || offered != hwm)
-        return false;
-    bool should_free;
-    HeapTuple version = ExecFetchSlotHeapTuple(slot, false, &should_free);
-    bool ours = TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(version->t_data));
-    if (should_free)
-        heap_freetuple(version);
-    return ours;
-}
-
 void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     IndexInfo *info = BuildIndexInfo(index);
     Datum values[INDEX_MAX_KEYS];
@@ -248,8 +258,8 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
 }
 
 // True when settled (verdict filled in); false when the row does not exist.
-bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool strict,
-                         HwmVerdict *verdict) {
+bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, Token offered,
+                         bool strict, HwmVerdict *verdict) {
     if (!ResolveDirectTable(t))
         return false;
     // Copies: opening the table accepts invalidation messages, whose callback
@@ -275,7 +285,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
     bool settled = false;
     bool isnull;
     Token visible_hwm = found ? DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull)) : 0;
-    if (found && !AdmitsHere(slot, offered, visible_hwm, strict)) {
+    if (found && !SharedAdmits(h, offered, visible_hwm, strict)) {
         // HWMs only rise, so the newest version refuses the token too: stale,
         // without taking a lock that would make the next writer wait for us.
         *verdict = {false, visible_hwm};
@@ -288,7 +298,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
             &failure);
         if (result == TM_Ok) {
             Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
-            if (!AdmitsHere(slot, offered, hwm, strict)) {
+            if (!SharedAdmits(h, offered, hwm, strict)) {
                 *verdict = {false, hwm};
             } else {
                 if (offered > hwm) {
@@ -308,6 +318,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
                         InsertIndexEntry(rel, index, raised);
                     // Later rows of this statement must see the raised HWM.
                     CommandCounterIncrement();
+                    NoteRaise(h, offered, strict);
                 }
                 *verdict = {true, offered};
             }
@@ -333,31 +344,39 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
                                  bool strict) {
     Datum ns = CStringGetTextDatum(name_space);
     Datum res = CStringGetTextDatum(resource);
+    // "<namespace>\0<resource>"
+    Size ns_len = strlen(name_space);
+    Size identity_len = ns_len + 1 + strlen(resource);
+    char *identity = static_cast<char *>(palloc(identity_len + 1));
+    memcpy(identity, name_space, ns_len + 1);
+    strcpy(identity + ns_len + 1, resource);
+    SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len};
     HwmVerdict verdict;
     Datum key[] = {ns, res};
-    if (DirectCheckAndRaise(&resource_direct, key, offered, strict, &verdict))
+    if (DirectCheckAndRaise(&resource_direct, h, key, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
     Datum first_args[] = {ns, res, Int64GetDatum(offered)};
-    return CheckAndRaiseViaSpi(&resource_raise, &resource_read, &resource_first, raise_args,
+    return CheckAndRaiseViaSpi(h, &resource_raise, &resource_read, &resource_first, raise_args,
                                read_args, first_args, offered, strict);
 }
 
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum rel = ObjectIdGetDatum(home_relid);
+    SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0};
     HwmVerdict verdict;
     Datum key[] = {rel};
-    if (DirectCheckAndRaise(&table_direct, key, offered, strict, &verdict))
+    if (DirectCheckAndRaise(&table_direct, h, key, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    return CheckAndRaiseViaSpi(&table_raise, &table_read, &table_first, raise_args, read_args,
+    return CheckAndRaiseViaSpi(h, &table_raise, &table_read, &table_first, raise_args, read_args,
                                first_args, offered, strict);
 }
 
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *raised_here) {
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
     // The latest snapshot, not the transaction's: under REPEATABLE READ a
     // tombstone committed after our snapshot must still stop a stale INSERT.
@@ -367,11 +386,6 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *raised_here) {
         ereport(ERROR,
                 (errcode(ERRCODE_INTERNAL_ERROR),
                  errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
-    if (raised_here != nullptr && SPI_processed > 0) {
-        bool isnull;
-        Datum xmin = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-        *raised_here = !isnull && TransactionIdIsCurrentTransactionId(DatumGetTransactionId(xmin));
-    }
     return FirstInt8(hwm);
 }
 

@@ -21,8 +21,7 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
 // The caller is inside an internal session (pg/internal_access.hpp).
-// raised_here, when given, tells whether this transaction wrote the version read.
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *raised_here = nullptr);
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 
 }  // namespace fencing::pg

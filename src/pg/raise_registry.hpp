@@ -16,9 +16,11 @@
 
 namespace fencing::pg {
 
-enum class HwmKind : char { kRow = 'r', kResource = 's', kTable = 't' };
+// kRow: a live row's token; kTombstone: the HWM a deleted key left behind.
+enum class HwmKind : char { kRow = 'r', kTombstone = 'd', kResource = 's', kTable = 't' };
 
-// identity: for kRow the row's tombstone key (text[] datum), for kResource
+// identity: for kRow and kTombstone the canonical primary key (the bytes of
+// its text[] tombstone key; none for a table without one), for kResource
 // "<namespace>\0<resource>", for kTable nothing (the relid says it all).
 void RecordRaise(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token token);
 bool RaisedHere(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token token);

@@ -186,7 +186,7 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row) {
     return buf.data;
 }
 
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, bool *raised_here) {
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
@@ -196,7 +196,7 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, b
         return false;
     InternalSession access;
     BeginInternal(&access);
-    bool found = LookupTombstone(home_relid, key, hwm, raised_here);
+    bool found = LookupTombstone(home_relid, key, hwm);
     EndInternal(&access);
     return found;
 }
@@ -245,6 +245,11 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
         XactLockTableWait(writer, rel, &new_row->t_self, XLTW_InsertIndexUnique);
     }
     index_close(index, AccessShareLock);
+}
+
+bool RowKeyOf(Relation rel, HeapTuple row, Datum *key) {
+    PrimaryKey pk;
+    return GetPrimaryKey(rel, &pk) && KeyOfRow(rel, pk, row, key);
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {

@@ -30,15 +30,16 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row);
 // A DELETE of the key that is still in flight is invisible here; the INSERT
 // then waits for it on the primary key index, and the AFTER INSERT recheck
 // (fencing.recheck) reads the tombstone again once that wait is over.
-// raised_here, when given, tells whether this transaction wrote the
-// tombstone's current version (strict mode admits an equal token to it).
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm,
-                  bool *raised_here = nullptr);
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
 
 // Before an UPDATE moves a row onto a new primary key: waits for every
 // transaction still writing a row with that key (an uncommitted INSERT or
 // DELETE), so the tombstone read afterwards includes what they committed.
 void WaitForKeyWriters(Relation rel, HeapTuple new_row);
+
+// The canonical primary key of a row (pg/tombstone_key.hpp); false without a
+// primary key or with a NULL key column.
+bool RowKeyOf(Relation rel, HeapTuple row, Datum *key);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
