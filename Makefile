@@ -29,7 +29,7 @@ PG_CONFIG ?= pg_config
 # judges our code, not theirs.
 PG_INCLUDEDIR_SERVER := $(shell $(PG_CONFIG) --includedir-server)
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
-PG_CXXFLAGS = -std=c++17 -fno-rtti -Wall -Wextra -Wno-missing-field-initializers $(WERROR)
+PG_CXXFLAGS = -std=c++17 -fno-rtti -fno-exceptions -Wall -Wextra -Wno-missing-field-initializers $(WERROR)
 PG_LDFLAGS = -lstdc++
 # Header dependencies (PGXS tracks none without --enable-depend): a changed
 # header rebuilds every object that includes it.

@@ -10,6 +10,7 @@
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
 #include "pg/errors.hpp"
+#include "pg/fenced_dml.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/raise_registry.hpp"

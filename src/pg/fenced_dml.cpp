@@ -9,7 +9,7 @@
 // table's relcache entry is invalidated (any DDL on it, or a policy change).
 #include "pg/boundary.hpp"
 #include "pg/relation_args.hpp"
-#include "pg/guc.hpp"
+#include "pg/fenced_dml.hpp"
 #include "pg/json_args.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
@@ -37,6 +37,11 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
+
+// The running fenced_*() statement, if any (nested calls save and restore it).
+int fenced_dml_depth = 0;
+Token fenced_dml_token = 0;
+Oid fenced_dml_relid = InvalidOid;
 
 enum class DmlKind : char { kUpdate = 'u', kDelete = 'd', kUpsert = 'i' };
 
@@ -358,14 +363,6 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
     return e;
 }
 
-struct ConversionContext {
-    const char *column;
-};
-
-void ConversionErrorContext(void *arg) {
-    errcontext("converting JSON member \"%s\"", static_cast<ConversionContext *>(arg)->column);
-}
-
 void RequireWritePrivilege(Oid relid, DmlKind kind) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
@@ -408,26 +405,22 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     RequireWritePrivilege(relid, kind);
 
     SPI_connect();
-    PlanEntry *e = PlanFor(kind, relid, first, second);
+    // volatile: read in PG_FINALLY, after a possible longjmp.
+    PlanEntry *volatile e = PlanFor(kind, relid, first, second);
     auto *values = static_cast<Datum *>(palloc(sizeof(Datum) * (e->ncolumns + 1)));
     auto *nulls = static_cast<char *>(palloc(e->ncolumns + 2));
     values[0] = Int64GetDatum(token);
     nulls[0] = ' ';
-    ConversionContext conversion;
-    ErrorContextCallback callback;
-    callback.callback = ConversionErrorContext;
-    callback.arg = &conversion;
-    callback.previous = error_context_stack;
-    error_context_stack = &callback;
     for (int i = 0; i < e->ncolumns; ++i) {
         const Members &m = i < first.count ? first : second;
         int j = i < first.count ? i : i - first.count;
-        conversion.column = m.names[j];
+        ErrorContextCallback callback;
+        PushConversionContext(&callback, m.names[j]);
         char *text = JsonValueText(m.values[j], e->array_column[i]);
         values[i + 1] = InputFunctionCall(&e->input[i], text, e->ioparam[i], e->typmod[i]);
         nulls[i + 1] = text == nullptr ? 'n' : ' ';
+        error_context_stack = callback.previous;
     }
-    error_context_stack = callback.previous;
     nulls[e->ncolumns + 1] = '\0';
 
     uint64 written;
@@ -458,6 +451,18 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
 }
 
 }  // namespace
+
+bool FencedDmlSkips(Oid home_relid) {
+    return fenced_dml_depth > 0 && home_relid == fenced_dml_relid;
+}
+
+bool FencedDmlToken(Oid home_relid, Token *out) {
+    if (!FencedDmlSkips(home_relid))
+        return false;
+    *out = fenced_dml_token;
+    return true;
+}
+
 }  // namespace fencing::pg
 
 FENCING_FUNCTION(fenced_update) {

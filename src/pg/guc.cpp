@@ -2,6 +2,8 @@
 #include <cstdlib>
 
 #include "pg/guc.hpp"
+
+#include "pg/fenced_dml.hpp"
 #include "pg/pg.hpp"
 
 extern "C" {
@@ -9,10 +11,6 @@ extern "C" {
 }
 
 namespace fencing::pg {
-
-int fenced_dml_depth = 0;
-Token fenced_dml_token = 0;
-Oid fenced_dml_relid = InvalidOid;
 
 namespace {
 
@@ -82,15 +80,9 @@ void DefineSettings() {
     MarkGUCPrefixReserved("fencing");
 }
 
-bool FencedDmlSkips(Oid home_relid) {
-    return fenced_dml_depth > 0 && home_relid == fenced_dml_relid;
-}
-
 bool SessionToken(Oid home_relid, Token *out) {
-    if (FencedDmlSkips(home_relid)) {
-        *out = fenced_dml_token;
+    if (FencedDmlToken(home_relid, out))
         return true;
-    }
     if (!session_token_valid)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),

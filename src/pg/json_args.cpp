@@ -115,6 +115,13 @@ void ConversionErrorContext(void *arg) {
 
 }  // namespace
 
+void PushConversionContext(ErrorContextCallback *callback, const char *column) {
+    callback->callback = ConversionErrorContext;
+    callback->arg = const_cast<char *>(column);
+    callback->previous = error_context_stack;
+    error_context_stack = callback;
+}
+
 Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *column, bool *isnull) {
     char *text = JsonValueText(v, OidIsValid(get_element_type(getBaseType(type))));
     *isnull = text == nullptr;
@@ -123,10 +130,7 @@ Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *colu
     Oid input, ioparam;
     getTypeInputInfo(type, &input, &ioparam);
     ErrorContextCallback callback;
-    callback.callback = ConversionErrorContext;
-    callback.arg = const_cast<char *>(column);
-    callback.previous = error_context_stack;
-    error_context_stack = &callback;
+    PushConversionContext(&callback, column);
     Datum d = OidInputFunctionCall(input, text, ioparam, typmod);
     error_context_stack = callback.previous;
     return d;

@@ -26,6 +26,10 @@ void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out
 // ({...}, elements quoted); otherwise nested values are JSON text.
 char *JsonValueText(const JsonbValue &v, bool array_column);
 
+// While converting a JSON member: an error context line naming it. Push with
+// the member's name; pop (restore error_context_stack) when done.
+void PushConversionContext(ErrorContextCallback *callback, const char *column);
+
 // Converts a JSON value for a column with the column type's input function.
 Datum JsonToColumn(const JsonbValue &v, Oid type, int32 typmod, const char *column, bool *isnull);
 
