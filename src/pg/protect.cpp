@@ -8,6 +8,7 @@
 // fencing.protected_sync, so a restored policy re-creates its guards.
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
+#include "pg/ddl_checks.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
@@ -436,6 +437,9 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
+    RequireFenceable(relid, token_attnum,
+                     row.scope == Scope::kResource ? get_attnum(relid, row.resource_column) : 0,
+                     row.scope == Scope::kRow);
     WriteProtectedRow(row);  // fencing.protected_sync installs the guards
     EndInternal(&access);
     PG_RETURN_VOID();
@@ -577,6 +581,7 @@ FENCING_FUNCTION(fencing_on_table_ddl) {
     InternalSession access;
     BeginInternal(&access);
     OnTableDdl(relid);
+    CheckAfterTableDdl(relid);
     EndInternal(&access);
     PG_RETURN_VOID();
 }
