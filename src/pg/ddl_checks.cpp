@@ -24,6 +24,8 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
@@ -303,7 +305,7 @@ void CarryState(Oid home, const char *attached, List *sources) {
 // C10: ATTACH PARTITION into a fenced partitioned table.
 void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
-    if (!OidIsValid(part))
+    if (!OidIsValid(part) || !pg_class_ownercheck(part, GetUserId()))
         return;
     // A parent without partitions yet has no guard: then its own policy row, if any.
     Policy policy;
@@ -353,8 +355,10 @@ List *TypedTables(Oid typrel) {
 }
 
 void CheckAlterTable(AlterTableStmt *stmt) {
+    // Nothing is checked or carried over for a caller PostgreSQL will refuse
+    // anyway: our errors would tell a non-owner about the table's state.
     Oid named = RangeVarGetRelid(stmt->relation, NoLock, true);
-    if (!OidIsValid(named))
+    if (!OidIsValid(named) || !pg_class_ownercheck(named, GetUserId()))
         return;
     List *targets;
     if (stmt->objtype == OBJECT_TYPE)
@@ -384,7 +388,7 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     if (stmt->oldVal == nullptr)
         return;  // ADD VALUE keeps every existing label
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
-    if (!OidIsValid(enum_type))
+    if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
         return;
     InternalSession access;
     BeginInternal(&access);
