@@ -52,3 +52,54 @@ ALTER TABLE fencing.row_tombstone SET ACCESS METHOD heap;
 -- (zz_fencing_move_recheck), the recheck of key moves: re-install the guards
 -- of every protected table (fencing.protected_sync does it for each row).
 UPDATE fencing.protected SET relid = relid;
+
+-- DDL must never silently orphan or bypass a high-water mark
+-- (src/pg/ddl_checks.cpp).
+----------------------------------------------------------------------------
+-- Before ALTER TABLE / ALTER TYPE runs: refuses retyping the token or resource
+-- column, changing or dropping a row-scope primary key that has tombstones,
+-- and renaming an enum label that keys fencing state; carries fencing state
+-- over on ATTACH and DETACH PARTITION. Written in C: it reads the command's
+-- parse tree, which only ddl_command_start shows.
+CREATE FUNCTION fencing.ddl_check_start() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'fencing_ddl_check_start' LANGUAGE C;
+REVOKE ALL ON FUNCTION fencing.ddl_check_start() FROM PUBLIC;
+CREATE EVENT TRIGGER fencing_ddl_check_start ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
+    EXECUTE FUNCTION fencing.ddl_check_start();
+
+-- CREATE SCHEMA ... CREATE TABLE reports its tables under the CREATE SCHEMA
+-- tag: they are auto-protected like any other CREATE TABLE.
+CREATE EVENT TRIGGER fencing_ddl_command_end_schema ON ddl_command_end
+    WHEN TAG IN ('CREATE SCHEMA')
+    EXECUTE FUNCTION fencing.on_ddl_command_end();
+
+-- Drops the fencing_sql_drop trigger does not see (its tag list): tables
+-- dropped by DROP TYPE ... CASCADE, DROP EXTENSION, DROP ACCESS METHOD ...
+-- lose their policy and state; a protected table whose columns were dropped
+-- by cascade (ALTER TYPE ... DROP ATTRIBUTE ... CASCADE, DROP DOMAIN ...
+-- CASCADE, ...) goes through the same hook as ALTER TABLE ... DROP COLUMN.
+CREATE FUNCTION fencing.on_sql_drop_cascade() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    dropped record;
+BEGIN
+    FOR dropped IN SELECT * FROM pg_event_trigger_dropped_objects()
+                   WHERE object_type = 'table'
+    LOOP
+        IF dropped.objsubid = 0 THEN
+            CONTINUE WHEN TG_TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED');
+            DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) dropped.objid;
+            DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) dropped.objid;
+            DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) dropped.objid;
+        END IF;
+    END LOOP;
+    FOR dropped IN SELECT DISTINCT d.objid FROM pg_event_trigger_dropped_objects() d
+                   JOIN fencing.protected p ON p.relid OPERATOR(pg_catalog.=) d.objid
+                   WHERE d.object_type = 'table column' AND TG_TAG OPERATOR(pg_catalog.<>) 'ALTER TABLE'
+    LOOP
+        PERFORM fencing.on_table_ddl(dropped.objid);
+    END LOOP;
+END $$;
+CREATE EVENT TRIGGER fencing_sql_drop_cascade ON sql_drop
+    EXECUTE FUNCTION fencing.on_sql_drop_cascade();

@@ -8,6 +8,7 @@
 // fencing.protected_sync, so a restored policy re-creates its guards.
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
+#include "pg/ddl_checks.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
@@ -441,7 +442,10 @@ Datum Protect(FunctionCallInfo fcinfo) {
                         errhint("Its protection comes from the partitioned table.")));
     if (row.scope == Scope::kRow)
         RequireCanonicalRowKeyOf(relid);  // InstallGuard checks again, for each leaf
-    WriteProtectedRow(row);               // fencing.protected_sync installs the guards
+    RequireFenceable(relid, token_attnum,
+                     row.scope == Scope::kResource ? get_attnum(relid, row.resource_column) : 0,
+                     row.scope == Scope::kRow);
+    WriteProtectedRow(row);  // fencing.protected_sync installs the guards
     EndInternal(&access);
     PG_RETURN_VOID();
 }
@@ -583,6 +587,7 @@ FENCING_FUNCTION(fencing_on_table_ddl) {
     InternalSession access;
     BeginInternal(&access);
     OnTableDdl(relid);
+    CheckAfterTableDdl(relid);
     EndInternal(&access);
     PG_RETURN_VOID();
 }
