@@ -130,7 +130,7 @@ INSERT INTO tr_part VALUES (1, 'a', 5);
 \echo :LAST_ERROR_SQLSTATE
 
 -- A guard created by a statement (as a restored dump does) is replaced by the
--- policy's own guards; one for a table without a policy is refused.
+-- policy's own guards; one for a table without a policy is dropped (WARNING).
 -- Here: the same name, a home relid from another database.
 SELECT pg_catalog.regexp_replace(pg_get_triggerdef(oid), '''v1 [0-9]+', '''v1 1') AS def
   FROM pg_trigger WHERE tgname = 'zz_fencing_guard_' || 'tr_tab'::regclass::oid \gset
