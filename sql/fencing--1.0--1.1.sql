@@ -103,3 +103,54 @@ BEGIN
 END $$;
 CREATE EVENT TRIGGER fencing_sql_drop_cascade ON sql_drop
     EXECUTE FUNCTION fencing.on_sql_drop_cascade();
+
+-- Guard integrity: a table listed in fencing_protected is fenced.
+--  * Guards are ordinary triggers (zz_fencing_guard_<relid>, ...), so pg_dump
+--    dumps them and pg_upgrade carries them over; a dumped guard restored into
+--    another database is replaced by guards installed from the policy there.
+--  * Dropping a guard re-installs it; renaming, disabling or re-pointing one
+--    is refused; no BEFORE ROW trigger may sort after the guard on a fenced
+--    table (it could change the token after the check).
+--  * Row scope: TRUNCATE leaves a tombstone for every row it removes.
+--  * fencing_protected.guard_ok; fencing_verify_guards() reports and repairs.
+-- The event triggers are ENABLE ALWAYS: restores with
+-- session_replication_role = replica are covered too.
+----------------------------------------------------------------------------
+CREATE FUNCTION fencing.truncate_guard() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_truncate_guard' LANGUAGE C;
+CREATE FUNCTION fencing.guard_status(pg_catalog.regclass) RETURNS pg_catalog.text
+    AS 'MODULE_PATHNAME', 'fencing_guard_status' LANGUAGE C STABLE STRICT;
+COMMENT ON FUNCTION fencing.guard_status(pg_catalog.regclass) IS
+    'NULL when the table''s guards match its policy; else what is wrong';
+
+CREATE FUNCTION fencing.on_guard_ddl() RETURNS event_trigger
+    AS 'MODULE_PATHNAME', 'fencing_on_guard_ddl' LANGUAGE C;
+CREATE EVENT TRIGGER fencing_guard_ddl_start ON ddl_command_start
+    WHEN TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER', 'ALTER TABLE')
+    EXECUTE FUNCTION fencing.on_guard_ddl();
+CREATE EVENT TRIGGER fencing_guard_ddl_end ON ddl_command_end
+    WHEN TAG IN ('CREATE TRIGGER', 'DROP TRIGGER')
+    EXECUTE FUNCTION fencing.on_guard_ddl();
+ALTER EVENT TRIGGER fencing_guard_ddl_start ENABLE ALWAYS;
+ALTER EVENT TRIGGER fencing_guard_ddl_end ENABLE ALWAYS;
+
+-- Same columns in the same order, plus guard_ok: every guarded relation (each
+-- leaf of a partitioned table) carries its guard, enabled and current.
+CREATE OR REPLACE VIEW @extschema@.fencing_protected WITH (security_barrier = true) AS
+    SELECT p.relid AS table_name, p.token_column, p.scope, p.resource_column,
+           p.resource_namespace, p.on_stale, p.strict, p.require_token,
+           fencing.guard_status(p.relid) IS NULL AS guard_ok
+      FROM fencing.protected p
+     WHERE pg_catalog.has_table_privilege(p.relid, 'SELECT');
+GRANT SELECT ON @extschema@.fencing_protected TO PUBLIC;
+
+CREATE FUNCTION @extschema@.fencing_verify_guards(repair pg_catalog.bool DEFAULT false)
+    RETURNS TABLE (table_name pg_catalog.regclass, problem pg_catalog.text,
+                   repaired pg_catalog.bool)
+    AS 'MODULE_PATHNAME', 'fencing_verify_guards' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_verify_guards(pg_catalog.bool) IS
+    'protected tables whose guards are missing, disabled or stale; repair => true re-installs them (table owner or superuser)';
+
+-- 1.0 installed internal guards (lost by pg_dump and pg_upgrade): re-install
+-- every guard the way this version does. Later update scripts call this too.
+SELECT pg_catalog.count(*) FROM @extschema@.fencing_verify_guards(true);

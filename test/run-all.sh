@@ -7,6 +7,7 @@
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
+#   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
@@ -111,6 +112,8 @@ echo "== crash"
 run_tap_like crash test/crash/run.sh
 echo "== failover"
 run_tap_like failover test/failover/run.sh
+echo "== upgrade"
+run_tap_like upgrade test/upgrade/run.sh
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"

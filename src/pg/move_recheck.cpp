@@ -1,5 +1,6 @@
 #include "pg/move_recheck.hpp"
 
+#include "pg/guard_integrity.hpp"
 #include "pg/protect.hpp"
 #include "pg/row_key.hpp"
 
@@ -32,12 +33,12 @@ void InstallMoveRecheck(Oid leaf, const CreateTrigStmt *recheck, Oid function) {
         return;
 
     CreateTrigStmt *stmt = static_cast<CreateTrigStmt *>(copyObjectImpl(recheck));
-    stmt->trigname = pstrdup(kMoveRecheckName);
+    stmt->trigname = GuardTriggerName(kMoveRecheckName, leaf);  // not internal: pg_upgrade keeps it
     stmt->timing = TRIGGER_TYPE_AFTER;
     stmt->events = TRIGGER_TYPE_UPDATE;
     stmt->columns = columns;
     ObjectAddress trigger = CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
-                                          function, InvalidOid, nullptr, true, false);
+                                          function, InvalidOid, nullptr, false, false);
     // CreateTrigger made the trigger depend on each key column, which would
     // make DROP COLUMN of a key column need CASCADE and ALTER COLUMN TYPE
     // fail ("column used in a trigger definition"). The guards are re-synced

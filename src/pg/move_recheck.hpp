@@ -10,7 +10,7 @@ extern "C" {
 
 namespace fencing::pg {
 
-// Creates the internal trigger kMoveRecheckName on leaf, firing function
+// Creates the trigger kMoveRecheckName_<leaf oid> on leaf, firing function
 // AFTER UPDATE OF the leaf's primary key columns, from the AFTER INSERT
 // recheck's statement (same arguments). No-op when the leaf has no primary key.
 void InstallMoveRecheck(Oid leaf, const CreateTrigStmt *recheck, Oid function);

@@ -3,14 +3,16 @@
 // CREATE TABLE, ALTER TABLE (renames, dropped columns, partitions) and restore.
 //
 // fencing.protected is the single source of truth and is dumped by pg_dump.
-// Guard triggers are internal triggers (not dumped): every change to a row of
-// fencing.protected (re)installs them, through the ALWAYS trigger
-// fencing.protected_sync, so a restored policy re-creates its guards.
+// Every change to a row of fencing.protected (re)installs the guard triggers,
+// through the ALWAYS trigger fencing.protected_sync, so a restored policy
+// re-creates its guards. Guards are ordinary triggers, so pg_upgrade keeps them
+// (guard_integrity.hpp: dumped guards, guard DDL, TRUNCATE).
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
 #include "pg/ddl_checks.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/guc.hpp"
+#include "pg/guard_integrity.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
@@ -160,7 +162,8 @@ void RemoveGuard(Oid relid) {
     for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
         if (IsGuardTrigger(desc->triggers[i].tgname) ||
             IsRecheckTrigger(desc->triggers[i].tgname) ||
-            IsMoveRecheckTrigger(desc->triggers[i].tgname))
+            IsMoveRecheckTrigger(desc->triggers[i].tgname) ||
+            IsTruncateGuardTrigger(desc->triggers[i].tgname))
             guards = lappend_oid(guards, desc->triggers[i].tgoid);
     table_close(rel, NoLock);
     ListCell *lc;
@@ -203,7 +206,7 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
     stmt->replace = false;
     stmt->isconstraint = false;
-    stmt->trigname = pstrdup(kGuardName);
+    stmt->trigname = GuardTriggerName(kGuardName, leaf);  // not internal: pg_upgrade keeps it
     stmt->relation =
         makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
     stmt->funcname = list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard")));
@@ -220,19 +223,20 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     stmt->initdeferred = false;
     stmt->constrrel = nullptr;
     CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
-                  InvalidOid, nullptr, true, false);
+                  InvalidOid, nullptr, false, false);
     if (row.scope == Scope::kRow) {
         // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
         CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
-        recheck->trigname = pstrdup(kRecheckName);
+        recheck->trigname = GuardTriggerName(kRecheckName, leaf);
         recheck->funcname =
             list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("recheck")));
         recheck->timing = TRIGGER_TYPE_AFTER;
         recheck->events = TRIGGER_TYPE_INSERT;
         CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
-                      FencingFunction("recheck"), InvalidOid, nullptr, true, false);
+                      FencingFunction("recheck"), InvalidOid, nullptr, false, false);
         InstallMoveRecheck(leaf, recheck, FencingFunction("recheck"));
     }
+    InstallTruncateGuard(leaf, row);
 }
 
 void DeleteProtectedRow(Oid relid) {

@@ -1,0 +1,31 @@
+// Guard integrity: the guards of a table listed in fencing.protected stay
+// installed, enabled and current.
+//
+//  * Guards are ordinary (not internal) triggers named <prefix>_<relation OID>,
+//    so pg_dump dumps them and pg_upgrade (which keeps relation OIDs and
+//    attnums) carries them over exactly as they were.
+//  * A dumped guard that arrives in a normal restore (new OIDs, maybe new
+//    attnums) is replaced by guards installed from the table's policy.
+//  * DDL on the guards is refused (ALTER TRIGGER ... RENAME, ALTER TABLE ...
+//    DISABLE TRIGGER, CREATE OR REPLACE) or undone (DROP TRIGGER), and no
+//    BEFORE ROW trigger that sorts after the guard may be added to a fenced
+//    table. Both through the 1.1 event triggers (fencing.on_guard_ddl).
+//  * Row scope: a BEFORE TRUNCATE trigger leaves a tombstone for every row.
+//  * fencing.guard_status() / fencing_verify_guards() report and repair.
+#pragma once
+
+#include "pg/protect.hpp"
+
+namespace fencing::pg {
+
+inline constexpr const char *kTruncateName = "zz_fencing_truncate";
+bool IsTruncateGuardTrigger(const char *tgname);
+
+// The name of a fencing trigger on a guarded relation: "<prefix>_<leaf OID>".
+char *GuardTriggerName(const char *prefix, Oid leaf);
+
+// Row scope: installs the BEFORE TRUNCATE trigger on a guarded relation. A
+// no-op while the 1.0 SQL (without fencing.truncate_guard) is installed.
+void InstallTruncateGuard(Oid leaf, const ProtectedRow &row);
+
+}  // namespace fencing::pg
