@@ -63,7 +63,9 @@ CREATE TABLE events_b PARTITION OF events FOR VALUES IN ('b');
 INSERT INTO events VALUES (1, 'a', 70), (1, 'b', 70);
 SQL
 guards_before=$(q "SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'zz_fencing_%'")
-check "old cluster: every guard in place" "4 11" \
+# Row scope with a primary key: guard, insert recheck, key-move recheck and
+# truncate trigger (inventory, events_a, events_b: 12); orders, ledger: 1 each.
+check "old cluster: every guard in place" "4 14" \
     "$(q "SELECT (SELECT count(*) FROM fencing_protected WHERE guard_ok) || ' ' || $guards_before")"
 stop "$ROOT/old"
 
@@ -87,6 +89,8 @@ check "stale UPDATE refused after upgrade (row scope)" "TF001" \
     "$(sqlstate "UPDATE inventory SET fence = 9 WHERE item = 'a'")"
 check "stale re-INSERT of a deleted key refused after upgrade (tombstone)" "TF001" \
     "$(sqlstate "INSERT INTO inventory VALUES ('b', 1, 25)")"
+check "stale key move onto a deleted key refused after upgrade" "TF001" \
+    "$(sqlstate "UPDATE inventory SET item = 'b', fence = 35 WHERE item = 'a'")"
 check "stale write refused after upgrade (resource scope, column after a dropped one)" "TF001" \
     "$(sqlstate "INSERT INTO orders VALUES (2, 's', 49)")"
 check "stale write refused after upgrade (table scope)" "TF001" \
