@@ -9,6 +9,7 @@
 // row's committed HWM and stays so until this transaction ends.
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
+#include "pg/durability.hpp"
 #include "pg/errors.hpp"
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
@@ -322,6 +323,9 @@ Datum Guard(FunctionCallInfo fcinfo) {
                     left = offered.value;
                 LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
             }
+            if (fenced && g.event != RowEvent::kDelete &&
+                (!has_old_token || offered.value > old_token))
+                NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
             break;
         }
         case Scope::kResource: {

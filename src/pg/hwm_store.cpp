@@ -1,5 +1,7 @@
 #include "pg/hwm_store.hpp"
 
+#include "pg/durability.hpp"
+
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
@@ -157,6 +159,8 @@ HwmVerdict CheckAndRaiseViaSpi(InternalStatement *raise, InternalStatement *read
     }
     EndInternalAccess(&access);
     SPI_finish();
+    if (settled && verdict.admitted)
+        NoteHwmRaised();  // a first HWM, or a raise (an equal token here errs durable)
     if (settled)
         return verdict;
     ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
@@ -298,6 +302,7 @@ bool DirectCheckAndRaise(DirectTable *t, const Datum *key, Token offered, bool s
                         InsertIndexEntry(rel, index, raised);
                     // Later rows of this statement must see the raised HWM.
                     CommandCounterIncrement();
+                    NoteHwmRaised();
                 }
                 *verdict = {true, offered};
             }
@@ -373,7 +378,8 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
 
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
-    Run(&tombstone_raise, args);
+    if (Run(&tombstone_raise, args) > 0)
+        NoteHwmRaised();  // written or raised
 }
 
 }  // namespace fencing::pg
