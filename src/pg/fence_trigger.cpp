@@ -9,6 +9,7 @@
 // row's committed HWM and stays so until this transaction ends.
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
+#include "pg/durability.hpp"
 #include "pg/errors.hpp"
 #include "pg/fenced_dml.hpp"
 #include "pg/guc.hpp"
@@ -410,8 +411,11 @@ Datum Guard(FunctionCallInfo fcinfo) {
                 if (fenced)
                     NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
             }
-            if (fenced && g.event != RowEvent::kDelete)
+            if (fenced && g.event != RowEvent::kDelete) {
                 NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
+                if (!has_old_token || offered.value > old_token)
+                    NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
+            }
             break;
         }
         case Scope::kResource: {

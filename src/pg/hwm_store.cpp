@@ -2,6 +2,7 @@
 
 #include "pg/internal_access.hpp"
 #include "pg/raise_registry.hpp"
+#include "pg/durability.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -143,9 +144,11 @@ bool SharedAdmits(const SharedHwm &h, Token offered, Token hwm, bool strict) {
     return AdmitsHere(h.kind, h.relid, h.identity, h.identity_len, offered, hwm, strict);
 }
 
-// A raise (or first write) strict mode must remember: this transaction may
-// write with the token again, and nobody else may.
+// A raise (or first write): it must commit durably (pg/durability.hpp), and
+// strict mode must remember it: this transaction may write with the token
+// again, and nobody else may.
 void NoteRaise(const SharedHwm &h, Token token, bool strict) {
+    NoteHwmRaised();
     if (strict)
         RecordRaise(h.kind, h.relid, h.identity, h.identity_len, token);
 }
@@ -391,7 +394,8 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
 
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
-    Run(&tombstone_raise, args);
+    if (Run(&tombstone_raise, args) > 0)
+        NoteHwmRaised();  // written or raised
 }
 
 }  // namespace fencing::pg

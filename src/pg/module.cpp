@@ -1,4 +1,5 @@
 // Module entry: the magic block and load-time initialisation.
+#include "pg/durability.hpp"
 #include "pg/guc.hpp"
 #include "pg/pg.hpp"
 
@@ -9,4 +10,5 @@ void _PG_init(void);
 
 void _PG_init(void) {
     fencing::pg::DefineSettings();
+    fencing::pg::RegisterDurabilityCallbacks();
 }

@@ -60,6 +60,33 @@ UPDATE inventory SET stock = 9, fence = 34 WHERE item = 'a';
 BEGIN; SET LOCAL fencing.token = 40; DELETE FROM inventory WHERE item = 'b'; COMMIT;
 INSERT INTO orders VALUES (1, 's1', 50);
 SQL
+
+# The durability rule: a commit that raised an HWM waits for the synchronous
+# standby even when the session says synchronous_commit = off or local. With
+# the standby down such a commit waits (wait event SyncRep) until cancelled;
+# PostgreSQL then warns that it committed locally only. A write that raises
+# nothing keeps the session's setting and does not wait.
+qp "CREATE TABLE dur (id int PRIMARY KEY, fence fencing_token); INSERT INTO dur VALUES (1, 1)" >/dev/null
+as_server_user "$PGBIN/pg_ctl" -D "$ROOT/standby" -m fast -w stop >/dev/null
+waits() {  # waits SYNCHRONOUS_COMMIT SQL: 1 when the commit waits for the standby
+    psql -X -q -p "$PPORT" -c "SET synchronous_commit = $1" -c "$2" >/dev/null 2>&1 &
+    sleep 1
+    qp "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"
+    wait
+}
+check "raising commit under synchronous_commit = off waits for the standby" "1" \
+    "$(waits off "UPDATE dur SET fence = 2 WHERE id = 1")"
+check "raising commit under synchronous_commit = local waits for the standby" "1" \
+    "$(waits local "UPDATE dur SET fence = 3 WHERE id = 1")"
+check "same-token write under synchronous_commit = off does not wait" "0" \
+    "$(waits off "UPDATE dur SET fence = 3 WHERE id = 1")"
+as_server_user "$PGBIN/pg_ctl" -D "$ROOT/standby" -l "$ROOT/standby.log" -w start >/dev/null
+for _ in $(seq 1 100); do
+    [ "$(qp "SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby1'")" = sync ] && break
+    sleep 0.1
+done
+qp "DROP TABLE dur" >/dev/null
+
 # The last acknowledged raise, immediately before the primary dies.
 qp "SELECT fenced_update('inventory', 35, '{\"item\": \"a\"}', '{\"stock\": 8}')" >/dev/null
 

@@ -90,7 +90,7 @@ check "stale UPDATE refused after upgrade (row scope)" "TF001" \
 check "stale re-INSERT of a deleted key refused after upgrade (tombstone)" "TF001" \
     "$(sqlstate "INSERT INTO inventory VALUES ('b', 1, 25)")"
 check "stale key move onto a deleted key refused after upgrade" "TF001" \
-    "$(sqlstate "UPDATE inventory SET item = 'b', fence = 35 WHERE item = 'a'")"
+    "$(sqlstate "UPDATE inventory SET item = 'b', fence = 20 WHERE item = 'a'")"
 check "stale write refused after upgrade (resource scope, column after a dropped one)" "TF001" \
     "$(sqlstate "INSERT INTO orders VALUES (2, 's', 49)")"
 check "stale write refused after upgrade (table scope)" "TF001" \
