@@ -5,7 +5,7 @@
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
 #include "pg/internal_access.hpp"
-#include "pg/protect.hpp"
+#include "pg/guard_install.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 

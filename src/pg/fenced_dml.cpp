@@ -11,7 +11,7 @@
 #include "pg/relation_args.hpp"
 #include "pg/fenced_dml.hpp"
 #include "pg/json_args.hpp"
-#include "pg/protect.hpp"
+#include "pg/guard_install.hpp"
 #include "pg/row_key.hpp"
 
 extern "C" {

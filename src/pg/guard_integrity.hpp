@@ -14,7 +14,7 @@
 //  * fencing.guard_status() / fencing_verify_guards() report and repair.
 #pragma once
 
-#include "pg/protect.hpp"
+#include "pg/guard_install.hpp"
 
 namespace fencing::pg {
 

@@ -10,7 +10,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
 #include "pg/json_args.hpp"
-#include "pg/protect.hpp"
+#include "pg/guard_install.hpp"
 #include "pg/row_key.hpp"
 
 extern "C" {

@@ -170,12 +170,16 @@ HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
         Run(read, read_args);
         Token hwm;
         if (FirstInt8(&hwm)) {
-            // Strict, equal, and raised by this transaction (which holds the
-            // row since): admitted without a write.
-            if (SharedAdmits(h, offered, hwm, strict)) {
+            // Strict, equal, and raised by this transaction, which holds the
+            // row's lock since: admitted without a write. Any other admitting
+            // value goes round again to the conditional UPDATE, which locks
+            // the row: admitting on a read alone would let a raise commit in
+            // between (read, check, write).
+            if (strict && offered == hwm &&
+                RaisedHere(h.kind, h.relid, h.identity, h.identity_len, offered)) {
                 verdict = {true, offered};
                 settled = true;
-            } else if (!Admits(offered, hwm, strict)) {
+            } else if (!SharedAdmits(h, offered, hwm, strict)) {
                 verdict = {false, hwm};
                 settled = true;
             }

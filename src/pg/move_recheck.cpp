@@ -1,7 +1,7 @@
 #include "pg/move_recheck.hpp"
 
 #include "pg/guard_integrity.hpp"
-#include "pg/protect.hpp"
+#include "pg/guard_install.hpp"
 #include "pg/row_key.hpp"
 
 extern "C" {

@@ -46,6 +46,11 @@ struct GuardContext {
     RowEvent event;
     HeapTuple old_row;  // UPDATE, DELETE
     HeapTuple new_row;  // INSERT, UPDATE
+    // The token column of the old and the new row, where there is one.
+    bool has_old_token;
+    Token old_token;
+    bool has_new_token;
+    Token new_token;
 };
 
 [[noreturn]] void BadGuard(Relation rel, const char *why) {
@@ -284,43 +289,13 @@ void RequireTokenColumn(Relation rel, int attnum) {
         BadGuard(rel, "its token column is no longer fencing_token or bigint");
 }
 
-Datum Guard(FunctionCallInfo fcinfo) {
-    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
-                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
-
-    GuardContext g;
-    g.trigger = td;
-    g.rel = td->tg_relation;
+// Which token the write offers, and where from: the token column the
+// statement wrote, or fencing.token (or the running fenced_*() call's). Raises
+// for conflicting tokens, a required token that is missing, a negative one,
+// and a write that would clear the token column.
+OfferedToken ResolveOffer(const GuardContext &g) {
     TupleDesc desc = RelationGetDescr(g.rel);
-    if (!CachedPolicy(td->tg_trigger, &g.policy))
-        BadGuard(g.rel, "unreadable policy");
-    g.name_space = td->tg_trigger->tgargs[1];
     int attnum = g.policy.token_attnum;
-    RequireTokenColumn(g.rel, attnum);
-
-    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
-        g.event = RowEvent::kInsert;
-        g.old_row = nullptr;
-        g.new_row = td->tg_trigtuple;
-    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
-        g.event = RowEvent::kUpdate;
-        g.old_row = td->tg_trigtuple;
-        g.new_row = td->tg_newtuple;
-    } else if (TRIGGER_FIRED_BY_DELETE(td->tg_event)) {
-        g.event = RowEvent::kDelete;
-        g.old_row = td->tg_trigtuple;
-        g.new_row = nullptr;
-    } else {
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.guard() fires for INSERT, UPDATE and DELETE only")));
-    }
-    HeapTuple unchanged = g.new_row != nullptr ? g.new_row : g.old_row;
-
-    Token old_token = 0;
-    bool has_old_token = g.old_row != nullptr && TokenAt(g.old_row, desc, attnum, &old_token);
-    Token new_token = 0;
-    bool has_new_token = g.new_row != nullptr && TokenAt(g.new_row, desc, attnum, &new_token);
-
     // Does the statement itself carry a token in the column? For UPDATE that
     // means the column is a SET target (even to the same value) or its value
     // changed; for INSERT, a non-NULL value.
@@ -332,24 +307,24 @@ Datum Guard(FunctionCallInfo fcinfo) {
         // the statement offering a token (a trigger cannot tell a default from
         // a written value, so with a DEFAULT the session token decides).
         column_carried =
-            has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
-    } else if (g.event == RowEvent::kUpdate && has_new_token) {
+            g.has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
+    } else if (g.event == RowEvent::kUpdate && g.has_new_token) {
         column_carried =
-            bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, td->tg_updatedcols) ||
-            !has_old_token || new_token != old_token;
+            bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, g.trigger->tg_updatedcols) ||
+            !g.has_old_token || g.new_token != g.old_token;
     }
-    if (column_carried && new_token < 0)
+    if (column_carried && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                        errmsg("fencing token " INT64_FORMAT " out of range", new_token),
+                        errmsg("fencing token " INT64_FORMAT " out of range", g.new_token),
                         errdetail("A fencing token cannot be negative."), errtable(g.rel)));
 
     OfferedToken offered;
-    if (!ResolveOfferedToken(column_carried, new_token, session_set, session_token, &offered))
+    if (!ResolveOfferedToken(column_carried, g.new_token, session_set, session_token, &offered))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("conflicting fencing tokens for table %s", QualifiedName(g.rel)),
                         errdetail("The statement writes token " INT64_FORMAT
                                   " into column \"%s\" but fencing.token is " INT64_FORMAT ".",
-                                  new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
+                                  g.new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
                                   session_token),
                         errtable(g.rel)));
 
@@ -362,90 +337,125 @@ Datum Guard(FunctionCallInfo fcinfo) {
                                "token column \"%s\".",
                                NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
                      errhint("SET LOCAL fencing.token, or use fenced_update()."), errtable(g.rel)));
-        if (g.event == RowEvent::kUpdate && has_old_token && !has_new_token)
+        if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
             ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
                             errmsg("cannot clear the fencing token of a row of table %s",
                                    QualifiedName(g.rel)),
                             errtable(g.rel)));
     }
+    return offered;
+}
+
+// Row scope: the row's own token is its HWM, and a deleted key's tombstone
+// holds it after the row is gone. False when the row is to be skipped.
+bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
     bool fenced = offered.source != TokenSource::kNone;
-
-    switch (g.policy.scope) {
-        case Scope::kRow: {
-            // An UPDATE that changes the primary key leaves the old key (like a
-            // DELETE) and takes the new one (like an INSERT).
-            bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
-            if (fenced && g.event != RowEvent::kInsert && has_old_token &&
-                !RowAdmits(g, HwmKind::kRow, g.old_row, offered.value, old_token)) {
-                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
-                      old_token);
-                return PointerGetDatum(nullptr);
-            }
-            if (moves_key)
-                WaitForKeyWriters(g.rel, g.new_row);
-            if (g.event == RowEvent::kInsert || moves_key) {
-                Token tombstone;
-                if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
-                    // A token-less INSERT onto a deleted key is judged by the
-                    // AFTER recheck, once it is known that a row is really
-                    // written (it may still end in ON CONFLICT). A token-less
-                    // move carries the row's own token, judged here.
-                    bool judged = fenced || (moves_key && has_new_token);
-                    Token token = fenced ? offered.value : new_token;
-                    if (moves_key && !judged)
-                        RequireTokenForDeletedKey(g, tombstone);
-                    if (judged && !RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone)) {
-                        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
-                              tombstone);
-                        return PointerGetDatum(nullptr);
-                    }
-                }
-            }
-            if ((g.event == RowEvent::kDelete || moves_key) && (has_old_token || fenced)) {
-                Token left = has_old_token ? old_token : offered.value;
-                if (fenced && offered.value > left)
-                    left = offered.value;
-                LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
-                // An admitted fenced write raised the key's tombstone to
-                // left; an unfenced one only preserved someone else's HWM.
-                if (fenced)
-                    NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
-            }
-            if (fenced && g.event != RowEvent::kDelete) {
-                NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
-                if (!has_old_token || offered.value > old_token)
-                    NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
-            }
-            break;
-        }
-        case Scope::kResource: {
-            if (!fenced)
-                break;
-            const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
-            // A row moved to another resource is a write to both.
-            if (g.event == RowEvent::kUpdate &&
-                bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
-                              td->tg_updatedcols)) {
-                const char *old_resource = ResourceOf(g, g.old_row);
-                if (strcmp(old_resource, resource) != 0 &&
-                    !SharedHwmAdmits(g, offered.value, old_resource))
-                    return PointerGetDatum(nullptr);
-            }
-            if (!SharedHwmAdmits(g, offered.value, resource))
-                return PointerGetDatum(nullptr);
-            break;
-        }
-        case Scope::kTable:
-            if (fenced && !SharedHwmAdmits(g, offered.value, nullptr))
-                return PointerGetDatum(nullptr);
-            break;
+    // An UPDATE that changes the primary key leaves the old key (like a
+    // DELETE) and takes the new one (like an INSERT).
+    bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
+    if (fenced && g.event != RowEvent::kInsert && g.has_old_token &&
+        !RowAdmits(g, HwmKind::kRow, g.old_row, offered.value, g.old_token)) {
+        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
+              g.old_token);
+        return false;
     }
+    if (moves_key)
+        WaitForKeyWriters(g.rel, g.new_row);
+    if (g.event == RowEvent::kInsert || moves_key) {
+        Token tombstone;
+        if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
+            // A token-less INSERT onto a deleted key is judged by the AFTER
+            // recheck, once it is known that a row is really written (it may
+            // still end in ON CONFLICT). A token-less move carries the row's
+            // own token, judged here.
+            bool judged = fenced || (moves_key && g.has_new_token);
+            Token token = fenced ? offered.value : g.new_token;
+            if (moves_key && !judged)
+                RequireTokenForDeletedKey(g, tombstone);
+            if (judged && !RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone)) {
+                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
+                      tombstone);
+                return false;
+            }
+        }
+    }
+    if ((g.event == RowEvent::kDelete || moves_key) && (g.has_old_token || fenced)) {
+        Token left = g.has_old_token ? g.old_token : offered.value;
+        if (fenced && offered.value > left)
+            left = offered.value;
+        LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
+        // An admitted fenced write raised the key's tombstone to left; an
+        // unfenced one only preserved someone else's HWM.
+        if (fenced)
+            NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
+    }
+    if (fenced && g.event != RowEvent::kDelete) {
+        NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
+        if (!g.has_old_token || offered.value > g.old_token)
+            NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
+    }
+    return true;
+}
 
+// Resource and table scope: one atomic check-and-raise of the shared HWM
+// (pg/hwm_store.hpp). False when the row is to be skipped.
+bool CheckShared(const GuardContext &g, const OfferedToken &offered) {
+    if (offered.source == TokenSource::kNone)
+        return true;
+    if (g.policy.scope == Scope::kTable)
+        return SharedHwmAdmits(g, offered.value, nullptr);
+    const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
+    // A row moved to another resource is a write to both.
+    if (g.event == RowEvent::kUpdate &&
+        bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
+                      g.trigger->tg_updatedcols)) {
+        const char *old_resource = ResourceOf(g, g.old_row);
+        if (strcmp(old_resource, resource) != 0 && !SharedHwmAdmits(g, offered.value, old_resource))
+            return false;
+    }
+    return SharedHwmAdmits(g, offered.value, resource);
+}
+
+Datum Guard(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
+    GuardContext g;
+    g.trigger = td;
+    g.rel = td->tg_relation;
+    if (!CachedPolicy(td->tg_trigger, &g.policy))
+        BadGuard(g.rel, "unreadable policy");
+    g.name_space = td->tg_trigger->tgargs[1];
+    RequireTokenColumn(g.rel, g.policy.token_attnum);
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
+        g.event = RowEvent::kInsert;
+        g.old_row = nullptr;
+        g.new_row = td->tg_trigtuple;
+    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
+        g.event = RowEvent::kUpdate;
+        g.old_row = td->tg_trigtuple;
+        g.new_row = td->tg_newtuple;
+    } else {
+        g.event = RowEvent::kDelete;
+        g.old_row = td->tg_trigtuple;
+        g.new_row = nullptr;
+    }
+    TupleDesc desc = RelationGetDescr(g.rel);
+    g.old_token = g.new_token = 0;
+    g.has_old_token =
+        g.old_row != nullptr && TokenAt(g.old_row, desc, g.policy.token_attnum, &g.old_token);
+    g.has_new_token =
+        g.new_row != nullptr && TokenAt(g.new_row, desc, g.policy.token_attnum, &g.new_token);
+
+    OfferedToken offered = ResolveOffer(g);
+    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
+    if (!admitted)
+        return PointerGetDatum(nullptr);  // skipped
     if (g.event == RowEvent::kDelete)
         return PointerGetDatum(g.old_row);
-    if (offered.source == TokenSource::kSession && (!has_new_token || new_token != offered.value))
+    if (offered.source == TokenSource::kSession &&
+        (!g.has_new_token || g.new_token != offered.value))
         return PointerGetDatum(WithToken(g, offered.value));
-    return PointerGetDatum(unchanged);
+    return PointerGetDatum(g.new_row);
 }
 
 // After the write: the key's tombstone once more, read with the latest

@@ -1,0 +1,153 @@
+// DDL hooks: keep protection in step with CREATE TABLE (auto-protection),
+// ALTER TABLE (renames, dropped or retyped columns, partitions) and restore.
+//   fencing.on_table_ddl(oid)   called by the ddl_command_end event trigger
+//   fencing.protected_sync()    AFTER trigger on fencing.protected (ALWAYS)
+#include "pg/boundary.hpp"
+#include "pg/ddl_checks.hpp"
+#include "pg/guard_install.hpp"
+#include "pg/guc.hpp"
+#include "pg/internal_access.hpp"
+#include "pg/policy_store.hpp"
+#include "pg/relation_args.hpp"
+#include "pg/token_type.hpp"
+#include "pg/tombstone_key.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// A column's name, or nullptr once it has been dropped.
+char *LiveAttName(Oid relid, AttrNumber attnum) {
+    HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+    if (!HeapTupleIsValid(tup))
+        return nullptr;
+    auto *att = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tup));
+    char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
+    ReleaseSysCache(tup);
+    return name;
+}
+
+// DDL hook, for one table created or altered by the current command.
+void OnTableDdl(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        return;
+    // Temporary tables are never fenced: their drop at session end fires no
+    // event trigger, so policy rows would outlive them.
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+        return;
+    ProtectedRow row;
+    if (ReadProtectedRow(relid, &row)) {
+        // Renames keep attnums: follow them from a guard to the new names.
+        List *guarded = GuardedRelations(relid, AccessShareLock);
+        Policy policy;
+        if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
+            Oid leaf = linitial_oid(guarded);
+            char *token = LiveAttName(leaf, policy.token_attnum);
+            char *resource =
+                policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
+            Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
+            if (token != nullptr && token_type != INT8OID && token_type != FencingTokenTypeOid()) {
+                ereport(
+                    NOTICE,
+                    (errmsg(
+                        "table %s is no longer fenced: its token column \"%s\" is now of type %s",
+                        RelName(relid), token, format_type_be(token_type))));
+                DeleteProtectedRow(relid);
+                return;
+            }
+            if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
+                ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
+                                        RelName(relid), token == nullptr ? "token" : "resource")));
+                DeleteProtectedRow(relid);
+                return;
+            }
+            if (strcmp(token, row.token_column) != 0 ||
+                (resource != nullptr && strcmp(resource, row.resource_column) != 0)) {
+                strlcpy(row.token_column, token, NAMEDATALEN);
+                if (resource != nullptr)
+                    strlcpy(row.resource_column, resource, NAMEDATALEN);
+                WriteProtectedRow(row);
+                return;
+            }
+        }
+        SyncGuards(relid);  // e.g. a partition attached
+        return;
+    }
+    Oid ancestor = ProtectedAncestor(relid);
+    if (OidIsValid(ancestor)) {
+        SyncGuards(ancestor);
+        return;
+    }
+    if (!AutoProtectEnabled())
+        return;
+    memset(&row, 0, sizeof(row));
+    int n = TokenColumns(relid, row.token_column);
+    if (n == 0)
+        return;
+    if (n > 1) {
+        ereport(NOTICE,
+                (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
+                        RelName(relid), n),
+                 errhint("Call fencing_protect() with token_column => '...'.")));
+        return;
+    }
+    row.relid = relid;
+    row.scope = Scope::kRow;
+    row.on_stale = OnStale::kError;
+    row.resource_namespace = pstrdup("");
+    RequireCanonicalRowKeyOf(relid);
+    WriteProtectedRow(row);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing::pg;
+
+// AFTER INSERT OR UPDATE OR DELETE ON fencing.protected, ENABLE ALWAYS.
+FENCING_FUNCTION(fencing_protected_sync) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_sync() can only be called as a trigger")));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TupleDesc desc = RelationGetDescr(td->tg_relation);
+    bool isnull;
+    Oid old_relid = InvalidOid, new_relid = InvalidOid;
+    if (!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        old_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_newtuple, 1, desc, &isnull));
+    InternalSession access;
+    BeginInternal(&access);
+    if (OidIsValid(old_relid) && old_relid != new_relid)
+        SyncGuards(old_relid);
+    if (OidIsValid(new_relid))
+        SyncGuards(new_relid);
+    EndInternal(&access);
+    return PointerGetDatum(nullptr);
+}
+
+// Called by the ddl_command_end event trigger for each table a command created
+// or altered. Not granted to PUBLIC.
+FENCING_FUNCTION(fencing_on_table_ddl) {
+    Oid relid = PG_GETARG_OID(0);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        PG_RETURN_VOID();
+    InternalSession access;
+    BeginInternal(&access);
+    OnTableDdl(relid);
+    CheckAfterTableDdl(relid);
+    EndInternal(&access);
+    PG_RETURN_VOID();
+}
