@@ -2,6 +2,8 @@
 // fencing state carried over (see ddl_checks.hpp).
 #include "pg/ddl_checks.hpp"
 
+#include "pg/hwm_store.hpp"
+
 #include "core/policy.hpp"
 #include "pg/boundary.hpp"
 #include "pg/internal_access.hpp"
@@ -146,16 +148,12 @@ bool InPrimaryKey(Oid relid, AttrNumber attnum) {
     return found;
 }
 
-bool HasTombstones(Oid home) {
+bool HomeHasTombstones(Oid home) {
     InternalSession access;
     BeginInternal(&access);
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(home)};
-    uint64 n = RunInternalSql(
-        "SELECT 1 FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1 LIMIT 1", 1,
-        types, values, nullptr, true);
+    bool has = HasTombstones(home);
     EndInternal(&access);
-    return n > 0;
+    return has;
 }
 
 // Whether values of type can contain a label of enum_type (their binary and
@@ -218,7 +216,7 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
         key_change = (own != nullptr && strcmp(own, cmd->name) == 0) ||
                      (named_pk != nullptr && strcmp(named_pk, cmd->name) == 0);
     }
-    if (key_change && HasTombstones(p.home_relid))
+    if (key_change && HomeHasTombstones(p.home_relid))
         ereport(
             ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -247,20 +245,11 @@ void CarryState(Oid home, const char *attached, List *sources) {
     int n = list_length(sources);
     Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
     for (int i = 0; i < n; ++i) oids[i] = ObjectIdGetDatum(list_nth_oid(sources, i));
-    Oid types[] = {OIDOID, OIDARRAYOID};
-    Datum values[] = {ObjectIdGetDatum(home),
-                      PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, 'i'))};
-    RunInternalSql(
-        "SELECT (SELECT pg_catalog.max(hwm) FROM fencing.table_hwm"
-        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($2)),"
-        "       (SELECT pg_catalog.max(hwm) FROM fencing.row_tombstone"
-        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($2))",
-        2, types, values, nullptr, true);
-    bool table_null, tomb_null;
-    int64 table_hwm =
-        DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &table_null));
-    int64 tomb_hwm =
-        DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &tomb_null));
+    Datum relids = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, 'i'));
+    bool has_table, has_tombstone;
+    Token table_hwm, tomb_hwm;
+    MaxStoredHwms(relids, &has_table, &table_hwm, &has_tombstone, &tomb_hwm);
+    bool table_null = !has_table, tomb_null = !has_tombstone;
     if (table_null && tomb_null) {
         EndInternal(&access);
         return;
@@ -276,28 +265,13 @@ void CarryState(Oid home, const char *attached, List *sources) {
                  errhint("Remove them with fencing_reset(%s) first (logged in "
                          "fencing.reset_log), or attach to a table fenced in %s scope.",
                          quote_literal_cstr(attached), table_null ? "row or table" : "table")));
-    if (row.scope == Scope::kRow) {
-        RunInternalSql(
-            "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
-            " SELECT $1, key, pg_catalog.max(hwm) FROM fencing.row_tombstone"
-            "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2) GROUP BY key"
-            " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-            2, types, values, nullptr, false);
-    } else {
-        Datum hwm[] = {ObjectIdGetDatum(home),
-                       Int64GetDatum(table_null  ? tomb_hwm
-                                     : tomb_null ? table_hwm
-                                                 : Max(table_hwm, tomb_hwm))};
-        Oid hwm_types[] = {OIDOID, INT8OID};
-        RunInternalSql(
-            "INSERT INTO fencing.table_hwm AS t (relid, hwm) VALUES ($1, $2)"
-            " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-            2, hwm_types, hwm, nullptr, false);
-    }
-    RunInternalSql("DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) ANY ($2)",
-                   2, types, values, nullptr, false);
-    RunInternalSql("DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) ANY ($2)", 2,
-                   types, values, nullptr, false);
+    if (row.scope == Scope::kRow)
+        MergeTombstones(relids, home);
+    else
+        MergeTableHwm(home, table_null  ? tomb_hwm
+                            : tomb_null ? table_hwm
+                                        : Max(table_hwm, tomb_hwm));
+    DropStoredHwms(relids);
     EndInternal(&access);
     ereport(NOTICE, (errmsg("fencing state of %s carried over to %s", attached, RelName(home))));
 }
@@ -331,16 +305,7 @@ void OnDetach(PartitionCmd *cmd) {
         " SELECT $2, token_column, scope, resource_column, resource_namespace, on_stale,"
         " strict, require_token FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1",
         2, types, values, nullptr, false);
-    RunInternalSql(
-        "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
-        " SELECT $2, key, hwm FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
-        " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-        2, types, values, nullptr, false);
-    RunInternalSql(
-        "INSERT INTO fencing.table_hwm AS t (relid, hwm)"
-        " SELECT $2, hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
-        " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-        2, types, values, nullptr, false);
+    CopyStoredHwms(policy.home_relid, part);
     EndInternal(&access);
     if (n > 0)
         ereport(NOTICE, (errmsg("detached partition %s stays fenced on its own, with the policy "

@@ -15,7 +15,9 @@
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/raise_registry.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
+#include "pg/tombstones.hpp"
 #include "pg/token_type.hpp"
 
 extern "C" {
@@ -416,36 +418,41 @@ bool CheckShared(const GuardContext &g, const OfferedToken &offered) {
     return SharedHwmAdmits(g, offered.value, resource);
 }
 
+// What a guard or recheck firing is about: the policy from the trigger's
+// arguments (validated), the event, the rows and their tokens.
+void ReadFiring(TriggerData *td, GuardContext *g) {
+    g->trigger = td;
+    g->rel = td->tg_relation;
+    if (!CachedPolicy(td->tg_trigger, &g->policy))
+        BadGuard(g->rel, "unreadable policy");
+    g->name_space = td->tg_trigger->tgargs[1];
+    RequireTokenColumn(g->rel, g->policy.token_attnum);
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
+        g->event = RowEvent::kInsert;
+        g->old_row = nullptr;
+        g->new_row = td->tg_trigtuple;
+    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
+        g->event = RowEvent::kUpdate;
+        g->old_row = td->tg_trigtuple;
+        g->new_row = td->tg_newtuple;
+    } else {
+        g->event = RowEvent::kDelete;
+        g->old_row = td->tg_trigtuple;
+        g->new_row = nullptr;
+    }
+    TupleDesc desc = RelationGetDescr(g->rel);
+    g->old_token = g->new_token = 0;
+    g->has_old_token =
+        g->old_row != nullptr && TokenAt(g->old_row, desc, g->policy.token_attnum, &g->old_token);
+    g->has_new_token =
+        g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
+}
+
 Datum Guard(FunctionCallInfo fcinfo) {
     TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
                               "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
     GuardContext g;
-    g.trigger = td;
-    g.rel = td->tg_relation;
-    if (!CachedPolicy(td->tg_trigger, &g.policy))
-        BadGuard(g.rel, "unreadable policy");
-    g.name_space = td->tg_trigger->tgargs[1];
-    RequireTokenColumn(g.rel, g.policy.token_attnum);
-    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
-        g.event = RowEvent::kInsert;
-        g.old_row = nullptr;
-        g.new_row = td->tg_trigtuple;
-    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
-        g.event = RowEvent::kUpdate;
-        g.old_row = td->tg_trigtuple;
-        g.new_row = td->tg_newtuple;
-    } else {
-        g.event = RowEvent::kDelete;
-        g.old_row = td->tg_trigtuple;
-        g.new_row = nullptr;
-    }
-    TupleDesc desc = RelationGetDescr(g.rel);
-    g.old_token = g.new_token = 0;
-    g.has_old_token =
-        g.old_row != nullptr && TokenAt(g.old_row, desc, g.policy.token_attnum, &g.old_token);
-    g.has_new_token =
-        g.new_row != nullptr && TokenAt(g.new_row, desc, g.policy.token_attnum, &g.new_token);
-
+    ReadFiring(td, &g);
     OfferedToken offered = ResolveOffer(g);
     bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
     if (!admitted)
@@ -486,22 +493,11 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     TriggerData *td = FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert | kOnUpdate,
                               "an AFTER ROW trigger on INSERT or UPDATE");
     GuardContext g;
-    g.trigger = td;
-    g.rel = td->tg_relation;
-    if (!CachedPolicy(td->tg_trigger, &g.policy))
-        BadGuard(g.rel, "unreadable policy");
-    RequireTokenColumn(g.rel, g.policy.token_attnum);
-    if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
-        g.event = RowEvent::kUpdate;
-        g.old_row = td->tg_trigtuple;
-        g.new_row = td->tg_newtuple;
+    ReadFiring(td, &g);
+    if (g.event == RowEvent::kUpdate) {
         const Bitmapset *pk = PrimaryKeyColumns(g.rel);
         if (pk == nullptr || !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
             return PointerGetDatum(nullptr);
-    } else {
-        g.event = RowEvent::kInsert;
-        g.old_row = nullptr;
-        g.new_row = td->tg_trigtuple;
     }
     RecheckWrittenRow(g);
     return PointerGetDatum(nullptr);

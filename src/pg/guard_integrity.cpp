@@ -6,6 +6,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
+#include "pg/tombstones.hpp"
 
 extern "C" {
 #include "access/genam.h"

@@ -11,6 +11,7 @@
 #include "pg/namespaces.hpp"
 #include "pg/json_args.hpp"
 #include "pg/guard_install.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
 
 extern "C" {
@@ -132,10 +133,6 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     return ResourceKeyText(type, d);
 }
 
-const char *const kResourceHwmRead =
-    "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-    " AND resource OPERATOR(pg_catalog.=) $2";
-
 // The live row's token, read as the table's owner in a restricted security
 // context (as ANALYZE reads a table): the caller's RLS policies cannot hide the
 // row, and no code reached from the scan runs with more than the owner's rights.
@@ -209,23 +206,12 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
             }
             break;
         }
-        case Scope::kResource: {
-            Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
-                              CStringGetTextDatum(resource)};
-            RunInternalSql(kResourceHwmRead, 2, types, values, nullptr, true);
-            found = MaxOfResult(&hwm);
+        case Scope::kResource:
+            found = ReadResourceHwm(row.resource_namespace, resource, &hwm);
             break;
-        }
-        case Scope::kTable: {
-            Oid types[] = {OIDOID};
-            Datum values[] = {ObjectIdGetDatum(relid)};
-            RunInternalSql(
-                "SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
-                values, nullptr, true);
-            found = MaxOfResult(&hwm);
+        case Scope::kTable:
+            found = ReadTableHwm(relid, &hwm);
             break;
-        }
     }
     EndInternal(&session);
     if (!found)
@@ -237,35 +223,15 @@ Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
     char *name_space = NamespaceArg(fcinfo, 1);
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
-    Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[] = {CStringGetTextDatum(name_space), PG_GETARG_DATUM(0)};
+    char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
     InternalSession session;
     BeginInternal(&session);
-    RunInternalSql(kResourceHwmRead, 2, types, values, nullptr, true);
     Token hwm = 0;
-    bool found = MaxOfResult(&hwm);
+    bool found = ReadResourceHwm(name_space, resource, &hwm);
     EndInternal(&session);
     if (!found)
         PG_RETURN_NULL();
     PG_RETURN_INT64(hwm);
-}
-
-// Deletes HWM rows and logs each one with the calling user (captured before
-// the internal session switched the user id); returns how many were removed.
-int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, const char *target,
-                  const char *caller) {
-    StringInfoData sql;
-    initStringInfo(&sql);
-    appendStringInfo(
-        &sql,
-        "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
-        " SELECT %s::pg_catalog.name, %s::pg_catalog.text, gone.key, gone.hwm FROM gone",
-        delete_sql, quote_literal_cstr(caller), quote_literal_cstr(target));
-    RunInternalSql(sql.data, nargs, types, values, nullptr, false);
-    int64 removed = static_cast<int64>(SPI_processed);
-    ereport(LOG, (errmsg("fencing_reset: %s removed " INT64_FORMAT " high-water mark(s) of %s",
-                         caller, removed, target)));
-    return removed;
 }
 
 Datum ResetTable(FunctionCallInfo fcinfo) {
@@ -297,48 +263,20 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
     BeginInternal(&session);
     int64 removed = 0;
     switch (row.scope) {
-        case Scope::kRow: {
-            if (PG_ARGISNULL(1)) {
-                Oid types[] = {OIDOID};
-                Datum values[] = {ObjectIdGetDatum(relid)};
-                removed = ResetAndLog(
-                    "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
-                    " RETURNING key::pg_catalog.text AS key, hwm",
-                    1, types, values, target, caller);
-            } else {
-                Oid types[] = {OIDOID, TEXTARRAYOID};
-                Datum values[] = {ObjectIdGetDatum(relid), tombstone_key};
-                removed = ResetAndLog(
-                    "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
-                    " AND key OPERATOR(pg_catalog.=) $2"
-                    " RETURNING key::pg_catalog.text AS key, hwm",
-                    2, types, values, target, caller);
-            }
+        case Scope::kRow:
+            removed = ResetTombstones(relid, tombstone_key, target, caller);
             break;
-        }
         case Scope::kResource: {
             // The HWM is shared by every table in the namespace: lowering it
             // is the namespace owner's call, not any one table owner's.
             RequireNamespaceOwner(row.resource_namespace, session.saved_user,
                                   "reset its high-water marks");
-            Oid types[] = {TEXTOID, TEXTOID};
-            Datum values[] = {CStringGetTextDatum(row.resource_namespace),
-                              CStringGetTextDatum(resource)};
-            removed = ResetAndLog(
-                "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-                " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-                2, types, values, target, caller);
+            removed = ResetResourceHwm(row.resource_namespace, resource, target, caller);
             break;
         }
-        case Scope::kTable: {
-            Oid types[] = {OIDOID};
-            Datum values[] = {ObjectIdGetDatum(relid)};
-            removed = ResetAndLog(
-                "DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
-                " RETURNING NULL::pg_catalog.text AS key, hwm",
-                1, types, values, target, caller);
+        case Scope::kTable:
+            removed = ResetTableHwm(relid, target, caller);
             break;
-        }
     }
     EndInternal(&session);
     PG_RETURN_INT64(removed);
@@ -351,16 +289,12 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
     Oid caller_id = GetUserId();
     const char *caller = GetUserNameFromId(caller_id, false);
-    Oid types[] = {TEXTOID, TEXTOID};
-    Datum values[] = {CStringGetTextDatum(name_space), PG_GETARG_DATUM(0)};
+    char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceOwner(name_space, caller_id, "reset its high-water marks");
     char *target = psprintf("namespace %s", name_space);
-    int64 removed = ResetAndLog(
-        "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
-        " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
-        2, types, values, target, caller);
+    int64 removed = ResetResourceHwm(name_space, resource, target, caller);
     EndInternal(&session);
     PG_RETURN_INT64(removed);
 }

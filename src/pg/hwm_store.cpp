@@ -5,6 +5,8 @@
 #include "pg/durability.hpp"
 
 extern "C" {
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/stratnum.h"
@@ -400,6 +402,168 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
     if (Run(&tombstone_raise, args) > 0)
         NoteHwmRaised();  // written or raised
+}
+
+namespace {
+
+// The first row's first column as int8, when there is a row and it is not NULL.
+bool FirstInt8NotNull(Token *out) {
+    if (SPI_processed == 0)
+        return false;
+    bool isnull;
+    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    if (isnull)
+        return false;
+    *out = DatumGetInt64(d);
+    return true;
+}
+
+// Deletes HWM rows and logs each one with the calling user (captured before
+// the internal session switched the user id); returns how many were removed.
+int64 ResetAndLog(const char *delete_sql, int nargs, Oid *types, Datum *values, const char *target,
+                  const char *caller) {
+    StringInfoData sql;
+    initStringInfo(&sql);
+    appendStringInfo(
+        &sql,
+        "WITH gone AS (%s) INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
+        " SELECT %s::pg_catalog.name, %s::pg_catalog.text, gone.key, gone.hwm FROM gone",
+        delete_sql, quote_literal_cstr(caller), quote_literal_cstr(target));
+    RunInternalSql(sql.data, nargs, types, values, nullptr, false);
+    int64 removed = static_cast<int64>(SPI_processed);
+    ereport(LOG, (errmsg("fencing_reset: %s removed " INT64_FORMAT " high-water mark(s) of %s",
+                         caller, removed, target)));
+    return removed;
+}
+
+}  // namespace
+
+bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm) {
+    Oid types[] = {TEXTOID, TEXTOID};
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
+    RunInternalSql(
+        "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+        " AND resource OPERATOR(pg_catalog.=) $2",
+        2, types, values, nullptr, true);
+    return FirstInt8NotNull(hwm);
+}
+
+bool ReadTableHwm(Oid relid, Token *hwm) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    RunInternalSql("SELECT hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1", 1,
+                   types, values, nullptr, true);
+    return FirstInt8NotNull(hwm);
+}
+
+bool HasTombstones(Oid relid) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    return RunInternalSql(
+               "SELECT 1 FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+               1, types, values, nullptr, true) > 0;
+}
+
+void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_tombstone,
+                   Token *tombstone_hwm) {
+    Oid types[] = {OIDARRAYOID};
+    Datum values[] = {relids};
+    RunInternalSql(
+        "SELECT (SELECT pg_catalog.max(hwm) FROM fencing.table_hwm"
+        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1)),"
+        "       (SELECT pg_catalog.max(hwm) FROM fencing.row_tombstone"
+        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1))",
+        1, types, values, nullptr, true);
+    bool table_null, tombstone_null;
+    *table_hwm =
+        DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &table_null));
+    *tombstone_hwm = DatumGetInt64(
+        SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &tombstone_null));
+    *has_table = !table_null;
+    *has_tombstone = !tombstone_null;
+}
+
+void MergeTombstones(Datum from_relids, Oid to) {
+    Oid types[] = {OIDOID, OIDARRAYOID};
+    Datum values[] = {ObjectIdGetDatum(to), from_relids};
+    RunInternalSql(
+        "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
+        " SELECT $1, key, pg_catalog.max(hwm) FROM fencing.row_tombstone"
+        "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2) GROUP BY key"
+        " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
+        2, types, values, nullptr, false);
+    NoteHwmRaised();
+}
+
+void MergeTableHwm(Oid relid, Token hwm) {
+    Oid types[] = {OIDOID, INT8OID};
+    Datum values[] = {ObjectIdGetDatum(relid), Int64GetDatum(hwm)};
+    RunInternalSql(
+        "INSERT INTO fencing.table_hwm AS t (relid, hwm) VALUES ($1, $2)"
+        " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
+        2, types, values, nullptr, false);
+    NoteHwmRaised();
+}
+
+void CopyStoredHwms(Oid from, Oid to) {
+    Oid types[] = {OIDOID, OIDOID};
+    Datum values[] = {ObjectIdGetDatum(from), ObjectIdGetDatum(to)};
+    RunInternalSql(
+        "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
+        " SELECT $2, key, hwm FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+        " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
+        2, types, values, nullptr, false);
+    RunInternalSql(
+        "INSERT INTO fencing.table_hwm AS t (relid, hwm)"
+        " SELECT $2, hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
+        " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
+        2, types, values, nullptr, false);
+    NoteHwmRaised();
+}
+
+void DropStoredHwms(Datum relids) {
+    Oid types[] = {OIDARRAYOID};
+    Datum values[] = {relids};
+    RunInternalSql("DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) ANY ($1)",
+                   1, types, values, nullptr, false);
+    RunInternalSql("DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) ANY ($1)", 1,
+                   types, values, nullptr, false);
+}
+
+int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *caller) {
+    if (key == (Datum)0) {
+        Oid types[] = {OIDOID};
+        Datum values[] = {ObjectIdGetDatum(relid)};
+        return ResetAndLog(
+            "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+            " RETURNING key::pg_catalog.text AS key, hwm",
+            1, types, values, target, caller);
+    }
+    Oid types[] = {OIDOID, TEXTARRAYOID};
+    Datum values[] = {ObjectIdGetDatum(relid), key};
+    return ResetAndLog(
+        "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+        " AND key OPERATOR(pg_catalog.=) $2 RETURNING key::pg_catalog.text AS key, hwm",
+        2, types, values, target, caller);
+}
+
+int64 ResetResourceHwm(const char *name_space, const char *resource, const char *target,
+                       const char *caller) {
+    Oid types[] = {TEXTOID, TEXTOID};
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
+    return ResetAndLog(
+        "DELETE FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
+        " AND resource OPERATOR(pg_catalog.=) $2 RETURNING resource AS key, hwm",
+        2, types, values, target, caller);
+}
+
+int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    return ResetAndLog(
+        "DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
+        " RETURNING NULL::pg_catalog.text AS key, hwm",
+        1, types, values, target, caller);
 }
 
 }  // namespace fencing::pg

@@ -1,3 +1,7 @@
+// The HWM store: every read and write of the extension's own HWM tables
+// (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) goes
+// through this API; no other file names those tables.
+//
 // Durable high-water marks in the extension's own WAL-logged tables
 // (schema fencing). Every check-and-raise is one atomic step: a conditional
 // UPDATE, or an INSERT ... ON CONFLICT for a first write; the HWM row stays
@@ -23,5 +27,29 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // The caller is inside an internal session (pg/internal_access.hpp).
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
+
+// Reads, outside a write's check (HWM queries, DDL): the committed state.
+bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);
+bool ReadTableHwm(Oid relid, Token *hwm);
+bool HasTombstones(Oid relid);
+// The highest table HWM and the highest tombstone stored for any of relids (an
+// oid[] datum); false in *has_table / *has_tombstone when there is none.
+void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_tombstone,
+                   Token *tombstone_hwm);
+
+// Moving state between relations (ATTACH / DETACH PARTITION): every write
+// keeps the higher of the two values, so no HWM goes down.
+void MergeTombstones(Datum from_relids, Oid to);
+void MergeTableHwm(Oid relid, Token hwm);
+void CopyStoredHwms(Oid from, Oid to);
+void DropStoredHwms(Datum relids);
+
+// Resets (the only way an HWM goes down): delete, log each removed value in
+// fencing.reset_log with the caller's name, and log a LOG line; return how
+// many were removed. key: a tombstone key, or (Datum)0 for all of relid's.
+int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *caller);
+int64 ResetResourceHwm(const char *name_space, const char *resource, const char *target,
+                       const char *caller);
+int64 ResetTableHwm(Oid relid, const char *target, const char *caller);
 
 }  // namespace fencing::pg

@@ -9,6 +9,7 @@
 #include "pg/namespaces.hpp"
 #include "pg/policy_store.hpp"
 #include "pg/relation_args.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
 #include "pg/token_type.hpp"
 #include "pg/tombstone_key.hpp"

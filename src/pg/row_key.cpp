@@ -89,35 +89,6 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
     ReleaseSysCache(ixtup);
 }
 
-bool ResourceTypeIsCanonical(Oid type) {
-    Oid base = getBaseType(type);
-    switch (base) {
-        case TEXTOID:
-        case VARCHAROID:
-        case NAMEOID:
-        case INT2OID:
-        case INT4OID:
-        case INT8OID:
-        case OIDOID:
-        case UUIDOID:
-        case BOOLOID:
-        case NUMERICOID:
-            return true;
-        default:
-            // Enums print their label; fencing_token prints its decimal value.
-            return type_is_enum(base) || IsFencingTokenType(base);
-    }
-}
-
-char *ResourceKeyText(Oid type, Datum value) {
-    if (getBaseType(type) == NUMERICOID)
-        return numeric_normalize(DatumGetNumeric(value));
-    Oid output;
-    bool varlena;
-    getTypeOutputInfo(type, &output, &varlena);
-    return OidOutputFunctionCall(output, value);
-}
-
 bool GetPrimaryKey(Relation rel, PrimaryKey *pk) {
     Oid index = RelationGetPrimaryKeyIndex(rel);
     if (!OidIsValid(index))
@@ -186,84 +157,9 @@ const char *RowKeyDescription(Relation rel, Oid home_relid, HeapTuple row) {
     return buf.data;
 }
 
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
-    RequireCanonicalRowKeyCached(rel);
-    PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk))
-        return false;
-    Datum key;
-    if (!KeyOfRow(rel, pk, new_row, &key))
-        return false;
-    InternalSession access;
-    BeginInternal(&access);
-    bool found = LookupTombstone(home_relid, key, hwm);
-    EndInternal(&access);
-    return found;
-}
-
-void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
-    RequireCanonicalRowKeyCached(rel);
-    PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk))
-        return;
-    Relation index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
-    TupleDesc desc = RelationGetDescr(rel);
-    ScanKeyData keys[32];
-    for (int i = 0; i < pk.natts; ++i) {
-        bool isnull;
-        Datum value = heap_getattr(new_row, pk.attnums[i], desc, &isnull);
-        if (isnull) {
-            index_close(index, AccessShareLock);
-            return;
-        }
-        Oid opfamily = index->rd_opfamily[i];
-        Oid type = index->rd_opcintype[i];
-        Oid eqop = get_opfamily_member(opfamily, type, type, BTEqualStrategyNumber);
-        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[i], get_opcode(eqop), value);
-    }
-    // A dirty snapshot sees the versions of in-progress transactions, as the
-    // unique check does: wait for each such writer, then look again.
-    for (;;) {
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        TupleTableSlot *slot = table_slot_create(rel, nullptr);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, pk.natts, 0);
-        index_rescan(scan, keys, pk.natts, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-        }
-        index_endscan(scan);
-        ExecDropSingleTupleTableSlot(slot);
-        if (!TransactionIdIsValid(writer))
-            break;
-        XactLockTableWait(writer, rel, &new_row->t_self, XLTW_InsertIndexUnique);
-    }
-    index_close(index, AccessShareLock);
-}
-
 bool RowKeyOf(Relation rel, HeapTuple row, Datum *key) {
     PrimaryKey pk;
     return GetPrimaryKey(rel, &pk) && KeyOfRow(rel, pk, row, key);
-}
-
-void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
-    RequireCanonicalRowKeyCached(rel);
-    PrimaryKey pk;
-    if (!GetPrimaryKey(rel, &pk))
-        return;
-    Datum key;
-    if (!KeyOfRow(rel, pk, old_row, &key))
-        return;
-    InternalSession access;
-    BeginInternal(&access);
-    RaiseTombstone(home_relid, key, hwm);
-    EndInternal(&access);
 }
 
 }  // namespace fencing::pg

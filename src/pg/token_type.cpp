@@ -74,8 +74,12 @@ Oid FencingTokenTypeOid() {
     return token_type_oid;
 }
 
+bool IsFencingTokenType(Oid type) {
+    return OidIsValid(type) && type == FencingTokenTypeOid();
+}
+
 bool IsTokenColumnType(Oid type) {
-    return type == INT8OID || (OidIsValid(type) && type == FencingTokenTypeOid());
+    return type == INT8OID || IsFencingTokenType(type);
 }
 
 }  // namespace fencing::pg

@@ -12,6 +12,8 @@ Token TokenFromInt64(int64 value);
 // The fencing_token type of the installed extension (cached; InvalidOid when
 // the extension is not installed in this database).
 Oid FencingTokenTypeOid();
+// Whether type is this extension's fencing_token (not a user type so named).
+bool IsFencingTokenType(Oid type);
 // A token column is fencing_token or bigint, by type OID (not a domain).
 bool IsTokenColumnType(Oid type);
 

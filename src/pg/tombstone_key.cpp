@@ -206,9 +206,6 @@ void ForgetChecked(Datum, Oid relid) {
 
 // fencing_token: the type of that name that belongs to this extension, not
 // any type a user called so.
-bool IsFencingTokenType(Oid type) {
-    return OidIsValid(type) && type == FencingTokenTypeOid();
-}
 
 bool KeyTypeIsCanonical(Oid type, Oid collation, Oid opclass, const char **why) {
     Oid base = getBaseType(type);

@@ -18,9 +18,6 @@ extern "C" {
 
 namespace fencing::pg {
 
-// Whether type is this extension's fencing_token (not a user type so named).
-bool IsFencingTokenType(Oid type);
-
 // Whether a primary key column of this type (a domain counts as its base
 // type), compared under this collation (InvalidOid: none) and this index
 // operator class (InvalidOid: the type's default), has a canonical tombstone

@@ -1,0 +1,95 @@
+// Row scope's tombstones: the HWM a deleted row leaves under its primary key,
+// so a stale writer cannot bring the key back. Read and raised through the HWM
+// store (pg/hwm_store.hpp), keyed canonically (pg/tombstone_key.hpp).
+#include "pg/tombstones.hpp"
+
+#include "pg/hwm_store.hpp"
+#include "pg/internal_access.hpp"
+#include "pg/row_key.hpp"
+#include "pg/tombstone_key.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "executor/tuptable.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+}
+
+namespace fencing::pg {
+
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, new_row, &key))
+        return false;
+    InternalSession access;
+    BeginInternal(&access);
+    bool found = LookupTombstone(home_relid, key, hwm);
+    EndInternal(&access);
+    return found;
+}
+
+void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return;
+    Relation index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+    TupleDesc desc = RelationGetDescr(rel);
+    ScanKeyData keys[32];
+    for (int i = 0; i < pk.natts; ++i) {
+        bool isnull;
+        Datum value = heap_getattr(new_row, pk.attnums[i], desc, &isnull);
+        if (isnull) {
+            index_close(index, AccessShareLock);
+            return;
+        }
+        Oid opfamily = index->rd_opfamily[i];
+        Oid type = index->rd_opcintype[i];
+        Oid eqop = get_opfamily_member(opfamily, type, type, BTEqualStrategyNumber);
+        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+                               index->rd_indcollation[i], get_opcode(eqop), value);
+    }
+    // A dirty snapshot sees the versions of in-progress transactions, as the
+    // unique check does: wait for each such writer, then look again.
+    for (;;) {
+        SnapshotData dirty;
+        InitDirtySnapshot(dirty);
+        TupleTableSlot *slot = table_slot_create(rel, nullptr);
+        IndexScanDesc scan = index_beginscan(rel, index, &dirty, pk.natts, 0);
+        index_rescan(scan, keys, pk.natts, nullptr, 0);
+        TransactionId writer = InvalidTransactionId;
+        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+                writer = xid;
+                break;
+            }
+        }
+        index_endscan(scan);
+        ExecDropSingleTupleTableSlot(slot);
+        if (!TransactionIdIsValid(writer))
+            break;
+        XactLockTableWait(writer, rel, &new_row->t_self, XLTW_InsertIndexUnique);
+    }
+    index_close(index, AccessShareLock);
+}
+
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, old_row, &key))
+        return;
+    InternalSession access;
+    BeginInternal(&access);
+    RaiseTombstone(home_relid, key, hwm);
+    EndInternal(&access);
+}
+
+}  // namespace fencing::pg

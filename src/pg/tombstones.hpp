@@ -1,0 +1,32 @@
+// Row scope: a deleted row leaves a tombstone (its HWM) under its primary
+// key, so a stale writer cannot re-INSERT it or move a row onto it.
+#pragma once
+
+#include "core/token.hpp"
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "access/htup.h"
+#include "utils/relcache.h"
+}
+
+namespace fencing::pg {
+
+// The tombstone HWM for the row's key, if any, read with the latest snapshot
+// whatever the isolation level. False when the table has no primary key, a
+// key column is NULL, or there is no tombstone.
+//
+// A DELETE of the key that is still in flight is invisible here; the INSERT
+// then waits for it on the primary key index, and the AFTER INSERT recheck
+// (fencing.recheck) reads the tombstone again once that wait is over.
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
+
+// Before an UPDATE moves a row onto a new primary key: waits for every
+// transaction still writing a row with that key (an uncommitted INSERT or
+// DELETE), so the tombstone read afterwards includes what they committed.
+void WaitForKeyWriters(Relation rel, HeapTuple new_row);
+
+// Records (or raises) the tombstone for a deleted row. No-op without a primary key.
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
+
+}  // namespace fencing::pg
