@@ -15,6 +15,7 @@
 #include "pg/guc.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/raise_registry.hpp"
+#include "pg/relation_args.hpp"
 #include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
 #include "pg/tombstones.hpp"
@@ -72,9 +73,34 @@ bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     return true;
 }
 
-const char *QualifiedName(Relation rel) {
-    return quote_qualified_identifier(get_namespace_name(RelationGetNamespace(rel)),
-                                      RelationGetRelationName(rel));
+// Errors name the protected table the caller wrote to: for a partition, its
+// protected parent (the home relation of the policy).
+const char *HomeName(const GuardContext &g) {
+    return RelName(g.policy.home_relid);
+}
+
+// errtable() for the home relation: its schema and name in the error fields.
+int HomeTable(const GuardContext &g) {
+    Oid home = g.policy.home_relid;
+    err_generic_string(PG_DIAG_SCHEMA_NAME, get_namespace_name(get_rel_namespace(home)));
+    return err_generic_string(PG_DIAG_TABLE_NAME, get_rel_name(home));
+}
+
+// A column's quoted name, or a description without it when the caller may
+// not read the column (errors never name what the caller cannot see).
+const char *ColumnForCaller(const GuardContext &g, int attnum, const char *unnamed) {
+    AttrNumber a = static_cast<AttrNumber>(attnum);
+    if (!CallerMaySeeColumns(g.rel, g.policy.home_relid, &a, 1))
+        return unnamed;
+    return psprintf("\"%s\"", NameStr(TupleDescAttr(RelationGetDescr(g.rel), attnum - 1)->attname));
+}
+
+// "key (id)=(5)" -> "Key (id)=(5)", to open a DETAIL sentence.
+const char *Capitalized(const char *text) {
+    char *copy = pstrdup(text);
+    if (copy[0] >= 'a' && copy[0] <= 'z')
+        copy[0] = static_cast<char>(copy[0] - 'a' + 'A');
+    return copy;
 }
 
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
@@ -85,18 +111,18 @@ void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
     if (may_skip && !InNoForceRLSOperation() &&
         (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
         return;
-    Relation home = g.rel;
+    // As for a unique violation: the table in the message, the key in DETAIL.
     ereport(ERROR,
             (errcode(ERRCODE_FENCING_STALE_TOKEN),
-             errmsg("stale fencing token for table %s, %s", QualifiedName(home), where),
-             g.policy.strict ? errdetail("Offered token " INT64_FORMAT
+             errmsg("stale fencing token for table %s", HomeName(g)),
+             g.policy.strict ? errdetail("%s: offered token " INT64_FORMAT
                                          " is not above the high-water mark " INT64_FORMAT
                                          " (strict: a token is admitted to one transaction only).",
-                                         offered, hwm)
-                             : errdetail("Offered token " INT64_FORMAT
+                                         Capitalized(where), offered, hwm)
+                             : errdetail("%s: offered token " INT64_FORMAT
                                          " is below the high-water mark " INT64_FORMAT ".",
-                                         offered, hwm),
-             errhint(FENCING_STALE_HINT), errtable(home)));
+                                         Capitalized(where), offered, hwm),
+             errhint(FENCING_STALE_HINT), HomeTable(g)));
 }
 
 HeapTuple WithToken(const GuardContext &g, Token token) {
@@ -114,12 +140,10 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
     bool isnull;
     Datum d = heap_getattr(row, attnum, desc, &isnull);
     if (isnull)
-        ereport(ERROR,
-                (errcode(ERRCODE_NOT_NULL_VIOLATION),
-                 errmsg("cannot fence a row of table %s: its resource column \"%s\" is "
-                        "NULL",
-                        QualifiedName(g.rel), NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
-                 errtable(g.rel)));
+        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                        errmsg("cannot fence a row of table %s: its resource column %s is NULL",
+                               HomeName(g), ColumnForCaller(g, attnum, "(not shown)")),
+                        HomeTable(g)));
     return ResourceKeyText(TupleDescAttr(desc, attnum - 1)->atttypid, d);
 }
 
@@ -141,7 +165,7 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
                              : "(not shown)",
                          quote_literal_cstr(g.name_space));
     else
-        appendStringInfoString(&where, "table-wide high-water mark");
+        appendStringInfoString(&where, "table-wide");
     Stale(g, where.data, offered, verdict.hwm);
     return false;
 }
@@ -207,13 +231,12 @@ void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token toke
 // Bringing back a deleted key needs a token: a row without one would carry no
 // HWM and let any later token in.
 [[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone) {
-    ereport(
-        ERROR,
-        (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-         errmsg("writing a deleted key of table %s requires a fencing token", QualifiedName(g.rel)),
-         errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
-                   RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
-         errhint("SET LOCAL fencing.token, or write the token column."), errtable(g.rel)));
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+             errmsg("writing a deleted key of table %s requires a fencing token", HomeName(g)),
+             errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                       RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
+             errhint("SET LOCAL fencing.token, or write the token column."), HomeTable(g)));
     pg_unreachable();
 }
 
@@ -318,32 +341,32 @@ OfferedToken ResolveOffer(const GuardContext &g) {
     if (column_carried && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                         errmsg("fencing token " INT64_FORMAT " out of range", g.new_token),
-                        errdetail("A fencing token cannot be negative."), errtable(g.rel)));
+                        errdetail("A fencing token cannot be negative."), HomeTable(g)));
 
     OfferedToken offered;
     if (!ResolveOfferedToken(column_carried, g.new_token, session_set, session_token, &offered))
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("conflicting fencing tokens for table %s", QualifiedName(g.rel)),
-                        errdetail("The statement writes token " INT64_FORMAT
-                                  " into column \"%s\" but fencing.token is " INT64_FORMAT ".",
-                                  g.new_token, NameStr(TupleDescAttr(desc, attnum - 1)->attname),
-                                  session_token),
-                        errtable(g.rel)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("conflicting fencing tokens for table %s", HomeName(g)),
+                 errdetail("The statement writes token " INT64_FORMAT
+                           " into token column %s but fencing.token is " INT64_FORMAT ".",
+                           g.new_token, ColumnForCaller(g, attnum, "(not shown)"), session_token),
+                 HomeTable(g)));
 
     if (offered.source == TokenSource::kNone) {
         if (g.policy.require_token)
             ereport(ERROR,
                     (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-                     errmsg("table %s requires a fencing token", QualifiedName(g.rel)),
+                     errmsg("table %s requires a fencing token", HomeName(g)),
                      errdetail("Neither fencing.token is set nor does the statement write the "
-                               "token column \"%s\".",
-                               NameStr(TupleDescAttr(desc, attnum - 1)->attname)),
-                     errhint("SET LOCAL fencing.token, or use fenced_update()."), errtable(g.rel)));
+                               "token column %s.",
+                               ColumnForCaller(g, attnum, "(not shown)")),
+                     errhint("SET LOCAL fencing.token, or use fenced_update()."), HomeTable(g)));
         if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
-            ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
-                            errmsg("cannot clear the fencing token of a row of table %s",
-                                   QualifiedName(g.rel)),
-                            errtable(g.rel)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                     errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
+                     HomeTable(g)));
     }
     return offered;
 }
