@@ -17,10 +17,6 @@ DELETE FROM fencing.resource_namespace WHERE name OPERATOR(pg_catalog.=) 'defaul
 COMMENT ON TABLE fencing.resource_namespace IS
     'owner of each resource namespace; ''default'' always belongs to the extension owner';
 
--- The policy view filters rows by privilege: no caller-supplied function may
--- see the rows it filters out.
-ALTER VIEW @extschema@.fencing_protected SET (security_barrier = true);
-
 ----------------------------------------------------------------------------
 -- Tokens from every driver: psycopg binds a small Python int as smallint and
 -- a large one (or a Decimal) as numeric. Both convert implicitly, integral
@@ -48,10 +44,65 @@ ALTER TABLE fencing.resource_hwm SET ACCESS METHOD heap;
 ALTER TABLE fencing.table_hwm SET ACCESS METHOD heap;
 ALTER TABLE fencing.row_tombstone SET ACCESS METHOD heap;
 
--- Row scope gains an internal AFTER UPDATE OF <primary key columns> trigger
--- (zz_fencing_move_recheck), the recheck of key moves: re-install the guards
--- of every protected table (fencing.protected_sync does it for each row).
-UPDATE fencing.protected SET relid = relid;
+----------------------------------------------------------------------------
+-- Tombstone keys are canonical (src/pg/tombstone_key.cpp). 1.0 keyed char(n)
+-- columns by their padded bytes; 1.1 strips trailing spaces, as bpchar
+-- equality does. Re-key those tombstones, keeping the highest HWM where two
+-- old keys become one, so no deleted char(n) key loses its tombstone. (Every
+-- other allowlisted type keeps 1.0's form, except float -0/NaN and interval
+-- keys, which are not re-keyed: see the README.)
+----------------------------------------------------------------------------
+DO $rekey$
+DECLARE
+    t record;
+    c record;
+    typ pg_catalog.oid;
+    kind pg_catalog.char;
+    positions pg_catalog.int8[];
+BEGIN
+    FOR t IN SELECT p.relid FROM fencing.protected p
+              WHERE p.scope OPERATOR(pg_catalog.=) 'row'
+    LOOP
+        positions := '{}';
+        FOR c IN
+            SELECT k.ord, a.atttypid
+              FROM pg_catalog.pg_index i
+             CROSS JOIN LATERAL pg_catalog.unnest(i.indkey::pg_catalog.int2[])
+                   WITH ORDINALITY AS k(attnum, ord)
+              JOIN pg_catalog.pg_attribute a
+                ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid
+               AND a.attnum OPERATOR(pg_catalog.=) k.attnum
+             WHERE i.indrelid OPERATOR(pg_catalog.=) t.relid AND i.indisprimary
+        LOOP
+            typ := c.atttypid;
+            LOOP  -- a domain's base type, through any number of domains
+                SELECT ty.typtype, ty.typbasetype INTO kind, c.atttypid
+                  FROM pg_catalog.pg_type ty WHERE ty.oid OPERATOR(pg_catalog.=) typ;
+                EXIT WHEN kind OPERATOR(pg_catalog.<>) 'd';
+                typ := c.atttypid;
+            END LOOP;
+            IF typ OPERATOR(pg_catalog.=) 'pg_catalog.bpchar'::pg_catalog.regtype THEN
+                positions := positions OPERATOR(pg_catalog.||) c.ord;
+            END IF;
+        END LOOP;
+        CONTINUE WHEN pg_catalog.cardinality(positions) OPERATOR(pg_catalog.=) 0;
+        WITH old AS (
+            DELETE FROM fencing.row_tombstone
+             WHERE relid OPERATOR(pg_catalog.=) t.relid
+            RETURNING key, hwm),
+        rekeyed AS (
+            SELECT ARRAY(SELECT CASE WHEN u.ord OPERATOR(pg_catalog.=) ANY (positions)
+                                     THEN pg_catalog.regexp_replace(u.e, '(20)+$', '')
+                                     ELSE u.e END
+                           FROM pg_catalog.unnest(old.key) WITH ORDINALITY AS u(e, ord)
+                          ORDER BY u.ord) AS key,
+                   old.hwm
+              FROM old)
+        INSERT INTO fencing.row_tombstone (relid, key, hwm)
+        SELECT t.relid, r.key, pg_catalog.max(r.hwm) FROM rekeyed r GROUP BY r.key;
+    END LOOP;
+END
+$rekey$;
 
 -- DDL must never silently orphan or bypass a high-water mark
 -- (src/pg/ddl_checks.cpp).

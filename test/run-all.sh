@@ -6,6 +6,7 @@
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
+#   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
@@ -94,6 +95,9 @@ record installcheck "$ok" "$bad"
 
 echo "== dump"
 run_tap_like dump test/dump/run.sh
+
+echo "== extupdate"
+run_tap_like extupdate test/extupdate/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"
