@@ -119,6 +119,24 @@ CREATE EVENT TRIGGER fencing_ddl_check_start ON ddl_command_start
     WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
     EXECUTE FUNCTION fencing.ddl_check_start();
 
+-- A foreign table fires no trigger for writes routed to it: one created as a
+-- partition of a fenced table is refused (attaching one is refused when the
+-- parent's guards are synced).
+CREATE FUNCTION fencing.on_foreign_table_ddl() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    cmd record;
+BEGIN
+    FOR cmd IN SELECT * FROM pg_event_trigger_ddl_commands()
+               WHERE object_type = 'foreign table'
+    LOOP
+        PERFORM fencing.on_table_ddl(cmd.objid);
+    END LOOP;
+END $$;
+CREATE EVENT TRIGGER fencing_foreign_table_ddl ON ddl_command_end
+    WHEN TAG IN ('CREATE FOREIGN TABLE')
+    EXECUTE FUNCTION fencing.on_foreign_table_ddl();
+
 -- CREATE SCHEMA ... CREATE TABLE reports its tables under the CREATE SCHEMA
 -- tag: they are auto-protected like any other CREATE TABLE.
 CREATE EVENT TRIGGER fencing_ddl_command_end_schema ON ddl_command_end
@@ -151,6 +169,33 @@ BEGIN
     LOOP
         PERFORM fencing.on_table_ddl(dropped.objid);
     END LOOP;
+    -- A row-scope primary key keys the tombstones. ALTER TABLE is checked
+    -- before it runs (fencing.ddl_check_start); a key dropped by cascade
+    -- (DROP EXTENSION, DROP DOMAIN ... CASCADE, DROP OPERATOR CLASS ...
+    -- CASCADE) is refused here, while the table still has tombstones.
+    FOR dropped IN SELECT DISTINCT c.oid AS relid
+                     FROM pg_event_trigger_dropped_objects() d
+                     JOIN pg_catalog.pg_namespace n
+                       ON n.nspname OPERATOR(pg_catalog.=) d.address_names[1]
+                     JOIN pg_catalog.pg_class c
+                       ON c.relnamespace OPERATOR(pg_catalog.=) n.oid
+                      AND c.relname OPERATOR(pg_catalog.=) d.address_names[2]
+                    WHERE d.object_type = 'table constraint'
+                      AND TG_TAG OPERATOR(pg_catalog.<>) 'ALTER TABLE'
+    LOOP
+        IF EXISTS (SELECT 1 FROM fencing.row_tombstone t
+                    WHERE t.relid OPERATOR(pg_catalog.=) dropped.relid)
+           AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_index i
+                            WHERE i.indrelid OPERATOR(pg_catalog.=) dropped.relid
+                              AND i.indisprimary) THEN
+            RAISE EXCEPTION 'cannot drop the primary key of fenced table %: it has tombstones',
+                dropped.relid::pg_catalog.regclass
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = 'Tombstones are keyed by the primary key; without it a deleted key '
+                               'could come back with a stale token.',
+                      HINT = 'Remove them with fencing_reset() first (logged).';
+        END IF;
+    END LOOP;
 END $$;
 CREATE EVENT TRIGGER fencing_sql_drop_cascade ON sql_drop
     EXECUTE FUNCTION fencing.on_sql_drop_cascade();
@@ -177,7 +222,7 @@ COMMENT ON FUNCTION fencing.guard_status(pg_catalog.regclass) IS
 CREATE FUNCTION fencing.on_guard_ddl() RETURNS event_trigger
     AS 'MODULE_PATHNAME', 'fencing_on_guard_ddl' LANGUAGE C;
 CREATE EVENT TRIGGER fencing_guard_ddl_start ON ddl_command_start
-    WHEN TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER', 'ALTER TABLE')
+    WHEN TAG IN ('CREATE TRIGGER', 'ALTER TRIGGER', 'ALTER TABLE', 'ALTER INDEX')
     EXECUTE FUNCTION fencing.on_guard_ddl();
 CREATE EVENT TRIGGER fencing_guard_ddl_end ON ddl_command_end
     WHEN TAG IN ('CREATE TRIGGER', 'DROP TRIGGER')

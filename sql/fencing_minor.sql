@@ -114,3 +114,15 @@ INSERT INTO stt VALUES (3, 7);
 DROP TABLE sr, stt;
 DELETE FROM fencing.resource_hwm WHERE namespace = 'minor-strict';
 DELETE FROM fencing.resource_namespace WHERE name = 'minor-strict';
+
+-- fencing_high_water() on an enum primary key (polymorphic opclass): no XX000.
+CREATE TYPE minor_color AS ENUM ('red', 'green');
+CREATE TABLE enum_pk (c minor_color PRIMARY KEY, fence fencing_token);
+INSERT INTO enum_pk VALUES ('red', 5), ('green', 6);
+BEGIN; SET LOCAL fencing.token = 9; DELETE FROM enum_pk WHERE c = 'green'; COMMIT;
+SELECT fencing_high_water('enum_pk', '{"c": "red"}') AS live,
+       fencing_high_water('enum_pk', '{"c": "green"}') AS tombstone;
+SELECT fencing_reset('enum_pk', '{"c": "green"}');
+DROP TABLE enum_pk;
+DROP TYPE minor_color;
+DELETE FROM fencing.reset_log WHERE target = 'public.enum_pk';

@@ -14,10 +14,12 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/syscache.h"
 }
 
@@ -38,6 +40,8 @@ char *LiveAttName(Oid relid, AttrNumber attnum) {
 // DDL hook, for one table created or altered by the current command.
 void OnTableDdl(Oid relid) {
     char kind = get_rel_relkind(relid);
+    if (kind == RELKIND_FOREIGN_TABLE && OidIsValid(ProtectedAncestor(relid)))
+        RefuseForeignPartition(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
         return;
     // Temporary tables are never fenced: their drop at session end fires no
@@ -119,6 +123,15 @@ FENCING_FUNCTION(fencing_protected_sync) {
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                         errmsg("fencing.protected_sync() can only be called as a trigger")));
     TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    // Only as installed: AFTER ROW on fencing.protected (a superuser could
+    // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
+    Oid nsp = get_namespace_oid("fencing", true);
+    if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+        TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) || !OidIsValid(nsp) ||
+        RelationGetRelid(td->tg_relation) != get_relname_relid("protected", nsp))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_sync() must be fired as an AFTER ROW trigger "
+                               "on fencing.protected")));
     TupleDesc desc = RelationGetDescr(td->tg_relation);
     bool isnull;
     Oid old_relid = InvalidOid, new_relid = InvalidOid;

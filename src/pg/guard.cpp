@@ -415,7 +415,11 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
             NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
     }
     if (fenced && g.event != RowEvent::kDelete) {
-        NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
+        // An INSERT may still become nothing, or ON CONFLICT's UPDATE of
+        // another transaction's row: its raise is recorded by the AFTER INSERT
+        // recheck, once the row is really written.
+        if (g.event == RowEvent::kUpdate)
+            NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
         if (!g.has_old_token || offered.value > g.old_token)
             NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
     }
@@ -450,6 +454,12 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
         BadGuard(g->rel, "unreadable policy");
     g->name_space = td->tg_trigger->tgargs[1];
     RequireTokenColumn(g->rel, g->policy.token_attnum);
+    if (g->policy.scope == Scope::kResource) {
+        TupleDesc desc = RelationGetDescr(g->rel);
+        int attnum = g->policy.resource_attnum;
+        if (attnum < 1 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+            BadGuard(g->rel, "its resource column is gone");
+    }
     if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
         g->event = RowEvent::kInsert;
         g->old_row = nullptr;
@@ -523,6 +533,10 @@ Datum Recheck(FunctionCallInfo fcinfo) {
             return PointerGetDatum(nullptr);
     }
     RecheckWrittenRow(g);
+    // The row is written: its token is now the key's HWM, raised by this
+    // transaction (strict mode's registry; the guard could not know yet).
+    if (g.event == RowEvent::kInsert && g.has_new_token)
+        NoteRowRaise(g, HwmKind::kRow, g.new_row, g.new_token);
     return PointerGetDatum(nullptr);
 }
 

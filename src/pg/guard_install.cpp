@@ -107,6 +107,7 @@ void RemoveGuard(Oid relid) {
 }
 
 void InstallGuard(Oid leaf, const ProtectedRow &row) {
+    RequireNoLateTrigger(leaf);
     // Every path that fences a table in row scope comes here (protect,
     // auto-protection, partitions, restore, DDL on a protected table).
     if (row.scope == Scope::kRow)
@@ -163,11 +164,26 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
 
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Inside an internal session.
+void RefuseForeignPartition(Oid relid) {
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("foreign table %s cannot be a partition of a fenced table", RelName(relid)),
+             errdetail("Writes routed to a foreign table fire no trigger on this server: they "
+                       "could not be fenced."),
+             errhint("Fence the remote table on its own server.")));
+}
+
 void SyncGuards(Oid relid) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         return;
     ProtectedRow row;
     bool is_protected = ReadProtectedRow(relid, &row);
+    if (is_protected && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE) {
+        ListCell *part;
+        foreach (part, find_all_inheritors(relid, NoLock, nullptr))
+            if (get_rel_relkind(lfirst_oid(part)) == RELKIND_FOREIGN_TABLE)
+                RefuseForeignPartition(lfirst_oid(part));
+    }
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);

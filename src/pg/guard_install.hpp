@@ -37,6 +37,10 @@ bool GuardPolicy(Oid leaf, Policy *policy);
 // A column's attnum; 42703 when missing, 42P10 for a system column.
 int RequireColumn(Oid relid, const char *column, const char *what);
 
+// A foreign table cannot carry a guard that sees its writes: refused as a
+// partition of a fenced table (0A000).
+[[noreturn]] void RefuseForeignPartition(Oid relid);
+
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Inside an internal session.
 void SyncGuards(Oid relid);

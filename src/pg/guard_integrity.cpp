@@ -14,6 +14,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "catalog/dependency.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
@@ -470,7 +471,54 @@ void BeforeRenameTrigger(RenameStmt *stmt, const FencingFunctions &fns) {
         RefuseLateTrigger(stmt->newname, relid);
 }
 
+// ALTER TRIGGER/INDEX ... DEPENDS ON EXTENSION x: DROP EXTENSION x would then
+// drop the object with it, past every check on DROP TRIGGER and ALTER TABLE.
+// Refused for fencing triggers and for the indexes of fenced tables (a
+// row-scope primary key keys the tombstones).
+void BeforeDependsOnExtension(AlterObjectDependsStmt *stmt, const FencingFunctions &fns) {
+    if (stmt->remove || stmt->relation == nullptr)
+        return;
+    Oid relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+    if (!OidIsValid(relid))
+        return;
+    if (stmt->objectType == OBJECT_TRIGGER) {
+        TriggerInfo *triggers;
+        int n = ReadTriggers(relid, &triggers);
+        const TriggerInfo *t =
+            FindTrigger(triggers, n, strVal(llast(castNode(List, stmt->object))));
+        if (t != nullptr && IsFencingFunction(fns, t->fn))
+            RefuseGuardDdl("make an extension own", relid);
+    } else if (stmt->objectType == OBJECT_INDEX) {
+        Oid table = IndexGetRelation(relid, true);
+        ProtectedRow row;
+        InternalSession access;
+        BeginInternal(&access);
+        bool fenced = OidIsValid(table) && OidIsValid(PolicyHolder(table, &row));
+        EndInternal(&access);
+        if (fenced)
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("cannot make an extension own index %s of fenced table %s",
+                            RelName(relid), RelName(table)),
+                     errdetail("Dropping the extension would drop the index with it, past the "
+                               "checks that keep a fenced table's key and high-water marks."),
+                     errhint("fencing_unprotect() the table first.")));
+    }
+}
+
 }  // namespace
+
+void RequireNoLateTrigger(Oid leaf) {
+    FencingFunctions fns = LookupFencingFunctions();
+    TriggerInfo *triggers;
+    int n = ReadTriggers(leaf, &triggers);
+    for (int i = 0; i < n; ++i) {
+        const TriggerInfo &t = triggers[i];
+        if (!IsFencingFunction(fns, t.fn) && Enabled(t) && ChangesRows(t.type) &&
+            SortsAfterGuard(NameStr(t.name)))
+            RefuseLateTrigger(NameStr(t.name), leaf);
+    }
+}
 
 void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
     if (row.scope != Scope::kRow)
@@ -631,6 +679,10 @@ FENCING_FUNCTION(fencing_on_guard_ddl) {
         case T_RenameStmt:
             if (!at_end && castNode(RenameStmt, tree)->renameType == OBJECT_TRIGGER)
                 BeforeRenameTrigger(castNode(RenameStmt, tree), fns);
+            break;
+        case T_AlterObjectDependsStmt:
+            if (!at_end)
+                BeforeDependsOnExtension(castNode(AlterObjectDependsStmt, tree), fns);
             break;
         default:
             break;

@@ -24,6 +24,12 @@ bool IsTruncateGuardTrigger(const char *tgname);
 // The name of a fencing trigger on a guarded relation: "<prefix>_<leaf OID>".
 char *GuardTriggerName(const char *prefix, Oid leaf);
 
+// Raises unless no enabled BEFORE ROW INSERT/UPDATE trigger of leaf sorts
+// after the guard (it would run after the check and could change the token):
+// checked whenever guards are installed, so a trigger planted before the
+// table was fenced is refused too.
+void RequireNoLateTrigger(Oid leaf);
+
 // Row scope: installs the BEFORE TRUNCATE trigger on a guarded relation. A
 // no-op while the 1.0 SQL (without fencing.truncate_guard) is installed.
 void InstallTruncateGuard(Oid leaf, const ProtectedRow &row);

@@ -1,6 +1,7 @@
 // The HWM store: every read and write of the extension's own HWM tables
 // (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) goes
-// through this API; no other file names those tables.
+// through this API; no other C++ file names those tables (the extension
+// scripts drop a dropped table's rows in its sql_drop event triggers).
 //
 // Durable high-water marks in the extension's own WAL-logged tables
 // (schema fencing). Every check-and-raise is one atomic step: a conditional

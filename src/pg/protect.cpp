@@ -112,6 +112,22 @@ Datum Protect(FunctionCallInfo fcinfo) {
                      errdetail("Resource HWMs are keyed by the value's text, so equal values must "
                                "print alike: use text, varchar, an integer type, uuid, numeric, "
                                "bool, an enum or fencing_token.")));
+        // Resource HWMs are keyed by the value's bytes: equal values must have
+        // equal bytes, which a nondeterministic collation does not promise.
+        Oid resource_type_again, resource_collation;
+        int32 resource_typmod;
+        get_atttypetypmodcoll(relid, get_attnum(relid, row.resource_column), &resource_type_again,
+                              &resource_typmod, &resource_collation);
+        if (OidIsValid(resource_collation) && !get_collation_isdeterministic(resource_collation))
+            ereport(ERROR,
+                    (errcode(ERRCODE_DATATYPE_MISMATCH),
+                     errmsg("resource column \"%s\" has a nondeterministic collation",
+                            row.resource_column),
+                     errdetail("Resource HWMs are keyed by the value's text; under collation %s, "
+                               "values that differ in their text are equal.",
+                               quote_identifier(get_collation_name(resource_collation))),
+                     errhint("Use a deterministic collation for the resource column, or row "
+                             "scope.")));
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));

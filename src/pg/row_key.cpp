@@ -70,11 +70,15 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
         Form_pg_attribute att = TupleDescAttr(desc, pk.attnums[i] - 1);
         Oid opfamily = get_opclass_family(indclass->values[i]);
         Oid opcintype = get_opclass_input_type(indclass->values[i]);
+        // A polymorphic opclass (enum_ops: anyenum) registers its operators
+        // for the pseudo-type; the parameter takes the column's own type.
         Oid argtype = IsPolymorphicType(opcintype) ? att->atttypid : opcintype;
-        Oid eqop = get_opfamily_member(opfamily, argtype, argtype, BTEqualStrategyNumber);
+        Oid eqop = get_opfamily_member(opfamily, opcintype, opcintype, BTEqualStrategyNumber);
         if (!OidIsValid(eqop))
-            elog(ERROR, "no equality operator for primary key column \"%s\"",
-                 NameStr(att->attname));
+            ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                            errmsg("primary key column \"%s\" has no equality operator in its "
+                                   "operator class",
+                                   NameStr(att->attname))));
         argtypes[i] = argtype;
         HeapTuple optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(eqop));
         if (!HeapTupleIsValid(optup))
