@@ -101,8 +101,11 @@ CREATE EXTENSION citext;
 CREATE TABLE att_a12 (id int PRIMARY KEY, v text, fence fencing_token);
 INSERT INTO att_a12 VALUES (1, 'a', 10), (2, 'b', 10);
 BEGIN; SET LOCAL fencing.token = 20; DELETE FROM att_a12 WHERE id = 2; COMMIT;
-SELECT pg_catalog.format('ALTER TRIGGER %I ON att_a12 DEPENDS ON EXTENSION citext', tgname)
-  FROM pg_catalog.pg_trigger WHERE tgrelid = 'att_a12'::regclass AND tgname LIKE 'zz\_fencing\_guard\_%' \gexec
+DO $$ BEGIN
+    EXECUTE (SELECT pg_catalog.format('ALTER TRIGGER %I ON att_a12 DEPENDS ON EXTENSION citext', tgname)
+               FROM pg_catalog.pg_trigger
+              WHERE tgrelid = 'att_a12'::regclass AND tgname LIKE 'zz\_fencing\_guard\_%');
+END $$;
 \echo :LAST_ERROR_SQLSTATE
 ALTER INDEX att_a12_pkey DEPENDS ON EXTENSION citext;
 \echo :LAST_ERROR_SQLSTATE
