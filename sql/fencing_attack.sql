@@ -125,3 +125,8 @@ UPDATE att_a12 SET fence = 3 WHERE id = 1;
 DROP TABLE att_a12, att_a13;
 DROP DOMAIN IF EXISTS att_id;
 DELETE FROM fencing.resource_namespace WHERE name LIKE 'att-%';
+
+-- The extension's own tables cannot be fenced (superuser only; a write into
+-- them would recurse).
+SELECT fencing_protect('fencing.table_hwm', token_column => 'hwm', scope => 'table');
+\echo :LAST_ERROR_SQLSTATE

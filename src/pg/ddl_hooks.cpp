@@ -45,8 +45,10 @@ void OnTableDdl(Oid relid) {
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
         return;
     // Temporary tables are never fenced: their drop at session end fires no
-    // event trigger, so policy rows would outlive them.
-    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
+    // event trigger, so policy rows would outlive them. Nor are the
+    // extension's own tables.
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP ||
+        get_rel_namespace(relid) == get_namespace_oid("fencing", true))
         return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
