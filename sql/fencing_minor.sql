@@ -64,7 +64,7 @@ SELECT c.relname, a.amname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON
 CREATE TABLE st (id int PRIMARY KEY, v int, fence fencing_token);
 SELECT fencing_protect('st', strict => true);
 INSERT INTO st VALUES (1, 1, 101), (2, 2, 100);
-UPDATE st SET fence = 101 WHERE id = 1;
+UPDATE st SET v = 11, fence = 101 WHERE id = 1;  -- same payload would be a replay (fencing_replay)
 \echo :LAST_ERROR_SQLSTATE
 -- M2: an unfenced write does not make the row "ours".
 BEGIN;

@@ -147,13 +147,70 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
     return ResourceKeyText(TupleDescAttr(desc, attnum - 1)->atttypid, d);
 }
 
+// The primary key's columns: the relcache's own bitmap once computed
+// (rd_indexattr set), else a copy. nullptr when the table has none.
+const Bitmapset *PrimaryKeyColumns(Relation rel) {
+    return rel->rd_indexattr != nullptr
+               ? rel->rd_pkattr
+               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+}
+
+// Replay-safe retries (strict mode). A client whose COMMIT timed out does not
+// know whether its write landed. If it did, the retry offers a token equal to
+// the HWM, raised by a transaction that is not the retry's. Such a write is a
+// replay, admitted as a no-op success, when it changes nothing:
+//   * it is an UPDATE (plain, MERGE's, ON CONFLICT DO UPDATE's, fenced_*()'s):
+//     an INSERT has no stored row to compare (a plain INSERT of a row that
+//     landed meets its unique violation, as any duplicate does), a DELETE of
+//     an existing row is never a no-op, and a tombstone has no payload;
+//   * every column of the new row is byte-identical (datum_image_eq, which
+//     detoasts) to the stored row's, the token column included (as the offered
+//     token), dropped and generated columns excepted (the latter are computed
+//     from the others by an immutable expression);
+//   * in row scope, the table has a primary key: without one, the registry
+//     knows a row by the version this transaction wrote, which the replay is.
+// Only a token equal to the HWM is considered: a newer holder's write put the
+// HWM above the retry's token, and a lower token is refused whatever its
+// payload. The replay raises nothing and is not recorded as a raise, so a
+// later different write with the token is still refused, in this transaction
+// too. It commits as durably as a raise: its success confirms a write whose
+// commit may never have been acknowledged, so it waits for that WAL as well.
+bool SamePayload(const GuardContext &g, Token offered) {
+    TupleDesc desc = RelationGetDescr(g.rel);
+    for (int attnum = 1; attnum <= desc->natts; ++attnum) {
+        Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+        if (att->attisdropped || att->attgenerated != '\0')
+            continue;
+        bool old_null, new_null = false;
+        Datum o = heap_getattr(g.old_row, attnum, desc, &old_null);
+        Datum n = attnum == g.policy.token_attnum
+                      ? Int64GetDatum(offered)
+                      : heap_getattr(g.new_row, attnum, desc, &new_null);
+        if (old_null != new_null ||
+            (!old_null && !datum_image_eq(o, n, att->attbyval, att->attlen)))
+            return false;
+    }
+    return true;
+}
+
+bool AdmitsReplay(const GuardContext &g, Token offered, Token hwm) {
+    if (!g.policy.strict || offered != hwm || g.event != RowEvent::kUpdate)
+        return false;
+    if (g.policy.scope == Scope::kRow && PrimaryKeyColumns(g.rel) == nullptr)
+        return false;
+    if (!SamePayload(g, offered))
+        return false;
+    NoteHwmRaised();  // durability only: the registry records nothing
+    return true;
+}
+
 // Resource and table scope: one atomic check-and-raise on the HWM table.
 bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource) {
     HwmVerdict verdict =
         g.policy.scope == Scope::kResource
             ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
             : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
-    if (verdict.admitted)
+    if (verdict.admitted || AdmitsReplay(g, offered, verdict.hwm))
         return true;
     StringInfoData where;
     initStringInfo(&where);
@@ -238,14 +295,6 @@ void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token toke
                        RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
              errhint("SET LOCAL fencing.token, or write the token column."), HomeTable(g)));
     pg_unreachable();
-}
-
-// The primary key's columns: the relcache's own bitmap once computed
-// (rd_indexattr set), else a copy. nullptr when the table has none.
-const Bitmapset *PrimaryKeyColumns(Relation rel) {
-    return rel->rd_indexattr != nullptr
-               ? rel->rd_pkattr
-               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 }
 
 // Whether two versions of a row differ in a primary key column (binary
@@ -380,6 +429,8 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
     bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
     if (fenced && g.event != RowEvent::kInsert && g.has_old_token &&
         !RowAdmits(g, HwmKind::kRow, g.old_row, offered.value, g.old_token)) {
+        if (AdmitsReplay(g, offered.value, g.old_token))
+            return true;
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
               g.old_token);
         return false;
