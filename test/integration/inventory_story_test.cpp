@@ -272,4 +272,79 @@ TEST_F(InventoryStory, StaleWriteInsideLongTransactionIsRejected) {
     EXPECT_EQ(final_row.int64(0, 1), 34);
 }
 
+// The same story with the database as the lock service: fencing_acquire()
+// issues the tokens, with a real lease (TTL) that runs out during A's real
+// pause. B's acquire waits for A's lease to expire, then fences A: it raises
+// the resource's HWM to B's token before B reads. A's late write is refused,
+// its renewal is refused, and its retry re-acquires. Final stock 8.
+TEST_F(InventoryStory, LeasesFromTheDatabase) {
+    const std::string ns = pgtest::UniqueName("it_leases");
+    const std::string table = table_;
+    PG_OK(conn_.exec("SELECT fencing_protect($1::regclass, scope => 'resource',"
+                     " resource_column => 'item', resource_namespace => $2)",
+                     {table, ns}));
+    AtEnd("DELETE FROM fencing.lease WHERE namespace = " + Quote(ns));
+    AtEnd("DELETE FROM fencing.resource_hwm WHERE namespace = " + Quote(ns));
+    AtEnd("DELETE FROM fencing.resource_namespace WHERE name = " + Quote(ns));
+    const auto acquire = [&](const Conn &c, const char *holder, const char *wait) {
+        Result r = c.exec("SELECT fencing_acquire('widget', $1, '400 ms', $2::interval, $3)::bigint",
+                          {holder, wait, ns});
+        return r.ok() && r.rows() == 1 && !r.is_null(0, 0) ? r.int64() : int64_t{-1};
+    };
+    const auto write = [&](const Conn &c, int64_t token, int64_t stock) {
+        Result w = c.exec("SELECT fenced_update($1::regclass, $2, '{\"item\": \"widget\"}',"
+                          " jsonb_build_object('stock', $3::int))",
+                          {table, std::to_string(token), std::to_string(stock)});
+        return w.ok() ? w.int64() : int64_t{-1};
+    };
+    const auto read = [&](const Conn &c) {
+        Result r = c.exec("SELECT stock FROM " + table + " WHERE item = 'widget'");
+        return r.ok() && r.rows() == 1 ? r.int64() : int64_t{-1};
+    };
+
+    Conn a, b;
+    ASSERT_TRUE(a.ok()) << a.error();
+    ASSERT_TRUE(b.ok()) << b.error();
+    Signal a_paused;
+    int64_t b_token = -1, b_read = -1, b_rows = -1, b_busy = -2;
+    std::thread client_b([&] {
+        if (!a_paused.WaitFor(10s)) return;
+        b_busy = acquire(b, "B", "0");               // A's lease is still live: NULL
+        b_token = acquire(b, "B", "5 seconds");      // waits for A's lease to run out
+        b_read = read(b);
+        if (b_token > 0 && b_read >= 0) b_rows = write(b, b_token, b_read - 1);
+        b.exec("SELECT fencing_release('widget', $1, $2)", {std::to_string(b_token), ns});
+    });
+
+    int64_t a_token = acquire(a, "A", "0");
+    int64_t a_read = read(a);
+    a_paused.Notify();
+    std::this_thread::sleep_for(1000ms);  // a pause well past the 400 ms TTL
+    client_b.join();
+    ASSERT_GT(a_token, 0) << "A must get the free lease";
+    EXPECT_EQ(a_read, 10);
+    EXPECT_EQ(b_busy, -1) << "no second lease while A's is live";
+    ASSERT_GT(b_token, a_token) << "a lease token above every earlier one";
+    EXPECT_EQ(b_read, 10) << "B reads after A's lease expired";
+    EXPECT_EQ(b_rows, 1);
+
+    // A wakes up: its renewal and its write with the old token are refused.
+    Result renew = a.exec("SELECT fencing_renew('widget', $1, '400 ms', $2)",
+                          {std::to_string(a_token), ns});
+    ASSERT_TRUE(renew.ok()) << renew.error();
+    EXPECT_EQ(renew.text(), "f") << "a lost lease cannot be renewed";
+    EXPECT_EQ(write(a, a_token, a_read - 1), 0) << "A's stale write must write nothing";
+    // A re-acquires (B released), re-reads, writes.
+    int64_t a_again = acquire(a, "A", "5 seconds");
+    ASSERT_GT(a_again, b_token);
+    int64_t a_reread = read(a);
+    EXPECT_EQ(a_reread, 9);
+    EXPECT_EQ(write(a, a_again, a_reread - 1), 1);
+
+    Result final_row = conn_.exec("SELECT stock, fence::bigint FROM " + table_);
+    ASSERT_TRUE(final_row.ok()) << final_row.error();
+    EXPECT_EQ(final_row.int64(0, 0), 8) << "expected 8, not 9: no update may be lost";
+    EXPECT_EQ(final_row.int64(0, 1), a_again);
+}
+
 }  // namespace
