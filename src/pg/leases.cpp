@@ -27,8 +27,12 @@ extern "C" {
 namespace fencing::pg {
 
 void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
-    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space)))
-        JoinNamespace(name_space, caller);  // claims it (or says whose it is)
+    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
+        // Claims it for the caller (or, when a concurrent claim won, checks
+        // the caller against its owner under the row lock).
+        JoinNamespace(name_space, caller);
+        return;
+    }
     RequireNamespaceOwner(name_space, caller, action);
 }
 
@@ -235,7 +239,23 @@ AttemptResult TryAcquireInSubtransaction(const char *name_space, const char *res
     ResourceOwner owner = CurrentResourceOwner;
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
-    AttemptResult result = TryAcquire(name_space, resource, holder, ttl);
+    AttemptResult result = {Attempt::kRetry, 0, 0};
+    // An error rolls the subtransaction back here and is raised again in the
+    // caller's transaction (as PL/pgSQL's exception blocks do); otherwise the
+    // session would be left inside an aborted subtransaction.
+    PG_TRY();
+    { result = TryAcquire(name_space, resource, holder, ttl); }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        ReThrowError(error);
+    }
+    PG_END_TRY();
     if (result.outcome == Attempt::kAcquired)
         ReleaseCurrentSubTransaction();
     else
