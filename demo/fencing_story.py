@@ -124,7 +124,9 @@ def emit(event, **fields):
 
 
 def client_main(args):
+    import logging
     import psycopg
+    logging.basicConfig(level=logging.WARNING, format=f"  {args.name}: %(name)s: %(message)s")
     from psycopg.types.json import Jsonb
 
     db = psycopg.connect(dbname=args.dbname, autocommit=True)
@@ -237,6 +239,8 @@ def setup_tables(conn):
     conn.execute("CREATE TABLE inventory (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token)")
     conn.execute("SELECT fencing_protect('inventory', scope => 'resource', resource_column => 'item',"
                  " resource_namespace => %s)", (NAMESPACE,))
+    # Tokens from an earlier run in this namespace would refuse token 0.
+    conn.execute("SELECT fencing_resource_reset(%s, %s)", (ITEM, NAMESPACE))
     conn.execute("INSERT INTO inventory VALUES (%s, 10, 0)", (ITEM,))
 
 
