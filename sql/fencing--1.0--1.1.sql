@@ -247,6 +247,92 @@ CREATE FUNCTION @extschema@.fencing_verify_guards(repair pg_catalog.bool DEFAULT
 COMMENT ON FUNCTION @extschema@.fencing_verify_guards(pg_catalog.bool) IS
     'protected tables whose guards are missing, disabled or stale; repair => true re-installs them (table owner or superuser)';
 
+----------------------------------------------------------------------------
+-- Leases that issue tokens, and advancing an HWM before the first read
+-- (src/pg/leases.cpp, src/pg/advance.cpp).
+--
+-- fencing.lease keeps, per (namespace, resource), the last token ever issued
+-- and the current (or last) lease. The row is never deleted, so a token is
+-- never issued twice; it is WAL-logged and changed only by transactions that
+-- commit durably (pg/durability.hpp), and it is a configuration table, so
+-- pg_dump keeps it. No sequence: a sequence can hand a value out again after
+-- a crash or a failover.
+----------------------------------------------------------------------------
+CREATE TABLE fencing.lease (
+    namespace   pg_catalog.text NOT NULL,
+    resource    pg_catalog.text NOT NULL,
+    holder      pg_catalog.text NOT NULL,
+    token       pg_catalog.int8 NOT NULL CHECK (token OPERATOR(pg_catalog.>) 0),
+    acquired_at pg_catalog.timestamptz NOT NULL,
+    expires_at  pg_catalog.timestamptz NOT NULL,
+    released_at pg_catalog.timestamptz,
+    PRIMARY KEY (namespace, resource)
+) WITH (fillfactor = 50);
+ALTER TABLE fencing.lease SET ACCESS METHOD heap;
+COMMENT ON TABLE fencing.lease IS
+    'the last token issued per resource and its lease; rows are never deleted';
+SELECT pg_catalog.pg_extension_config_dump('fencing.lease', '');
+
+CREATE FUNCTION @extschema@.fencing_acquire(resource pg_catalog.text, holder pg_catalog.text,
+        ttl pg_catalog.interval, wait pg_catalog.interval DEFAULT NULL,
+        namespace pg_catalog.text DEFAULT 'default')
+    RETURNS @extschema@.fencing_token
+    AS 'MODULE_PATHNAME', 'fencing_acquire' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_acquire(pg_catalog.text, pg_catalog.text,
+        pg_catalog.interval, pg_catalog.interval, pg_catalog.text) IS
+    'a new token for resource and a lease until now + ttl, fencing the predecessor (raises the resource''s HWM); NULL while another lease is live';
+
+CREATE FUNCTION @extschema@.fencing_renew(resource pg_catalog.text,
+        token @extschema@.fencing_token, ttl pg_catalog.interval,
+        namespace pg_catalog.text DEFAULT 'default')
+    RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'fencing_renew' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_renew(pg_catalog.text, @extschema@.fencing_token,
+        pg_catalog.interval, pg_catalog.text) IS
+    'extends the live lease of token to now + ttl; false (and no change) when token is not the live lease''s';
+
+CREATE FUNCTION @extschema@.fencing_release(resource pg_catalog.text,
+        token @extschema@.fencing_token, namespace pg_catalog.text DEFAULT 'default')
+    RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'fencing_release' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_release(pg_catalog.text, @extschema@.fencing_token,
+        pg_catalog.text) IS
+    'ends the live lease of token; false (and no change) when token is not the live lease''s';
+
+-- Leases of the namespaces whose owner's privileges the caller has.
+CREATE VIEW @extschema@.fencing_leases WITH (security_barrier = true) AS
+    SELECT l.resource, l.namespace, l.holder,
+           l.token::@extschema@.fencing_token AS token, l.acquired_at,
+           -- a released lease ended when it was released (LEAST skips NULL)
+           LEAST(l.expires_at, l.released_at) AS expires_at,
+           (l.released_at IS NULL
+            AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS live
+      FROM fencing.lease l
+     WHERE pg_catalog.pg_has_role(
+             CASE WHEN l.namespace OPERATOR(pg_catalog.=) 'default'
+                  THEN (SELECT e.extowner FROM pg_catalog.pg_extension e
+                         WHERE e.extname OPERATOR(pg_catalog.=) 'fencing')
+                  ELSE (SELECT n.owner::pg_catalog.oid FROM fencing.resource_namespace n
+                         WHERE n.name OPERATOR(pg_catalog.=) l.namespace) END,
+             'USAGE');
+GRANT SELECT ON @extschema@.fencing_leases TO PUBLIC;
+
+CREATE FUNCTION @extschema@.fencing_resource_advance(resource pg_catalog.text,
+        token @extschema@.fencing_token, namespace pg_catalog.text DEFAULT 'default')
+    RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'fencing_resource_advance' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_resource_advance(pg_catalog.text,
+        @extschema@.fencing_token, pg_catalog.text) IS
+    'raises the resource''s HWM to token (namespace owner''s privileges); false when it is already higher';
+
+CREATE FUNCTION @extschema@.fencing_advance(target pg_catalog.regclass,
+        token @extschema@.fencing_token, key pg_catalog.jsonb DEFAULT NULL)
+    RETURNS pg_catalog.bool
+    AS 'MODULE_PATHNAME', 'fencing_advance' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_advance(pg_catalog.regclass,
+        @extschema@.fencing_token, pg_catalog.jsonb) IS
+    'raises a protected table''s HWM (row by primary key, resource by resource column, or the table) to token (UPDATE on the table); false when it is already higher';
+
 -- 1.0 installed internal guards (lost by pg_dump and pg_upgrade): re-install
 -- every guard the way this version does. Later update scripts call this too.
 SELECT pg_catalog.count(*) FROM @extschema@.fencing_verify_guards(true);

@@ -13,6 +13,7 @@
 #include "pg/guard_install.hpp"
 #include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
+#include "pg/hwm_args.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -45,6 +46,8 @@ bool MaxOfResult(Token *out) {
     return any;
 }
 
+}  // namespace
+
 // The protected table named by argument 0 and its policy. The policy is read
 // in an internal session of its own: what follows runs as the caller.
 Oid RequireProtectedTarget(FunctionCallInfo fcinfo, ProtectedRow *row) {
@@ -62,13 +65,6 @@ Oid RequireProtectedTarget(FunctionCallInfo fcinfo, ProtectedRow *row) {
 // Row scope: the primary key values named by key, converted to column types.
 // Runs as the caller: a domain's CHECK or a type's input function on a key
 // column is the caller's code and gets the caller's rights.
-struct KeyValues {
-    PrimaryKey pk;
-    Oid pkindex;
-    Oid types[INDEX_MAX_KEYS];
-    Datum values[INDEX_MAX_KEYS];
-};
-
 void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
     Members m;
     ReadMembers(key, "key", false, &m);
@@ -132,6 +128,8 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be null")));
     return ResourceKeyText(type, d);
 }
+
+namespace {
 
 // The live row's token, read as the table's owner in a restricted security
 // context (as ANALYZE reads a table): the caller's RLS policies cannot hide the
