@@ -49,7 +49,7 @@ def show_event(fenced):
         if kind == "acquired":
             say(f"took the etcd lock /locks/{story.ITEM} (lease {TTL} s): token {ev['token']}, the put's revision")
         elif kind == "advanced":
-            say(f"fencing_resource_advance('{story.ITEM}', my token, '{story.NAMESPACE}') -> {ev['ok']}: "
+            say(f"fencing_resource_advance('{story.ITEM}', {ev['token']}, '{story.NAMESPACE}') -> {ev['ok']}: "
                 "every lower token is fenced before I read")
         elif kind == "advance_missing":
             say("fencing_resource_advance() is not installed in this build; skipping the advance "

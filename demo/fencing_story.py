@@ -142,7 +142,7 @@ def client_main(args):
             try:
                 advanced = db.execute("SELECT fencing_resource_advance(%s, %s, %s)",
                                       (ITEM, token, NAMESPACE)).fetchone()[0]
-                emit("advanced", ok=advanced)
+                emit("advanced", ok=advanced, token=token)
             except psycopg.errors.UndefinedFunction as e:
                 emit("advance_missing", error=str(e).splitlines()[0])
         stock = db.execute(f"SELECT stock FROM {table} WHERE item = %s", (ITEM,)).fetchone()[0]

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import psycopg  # noqa: E402
 
 import fencing_story  # noqa: E402
-import services  # noqa: E402
+import services  # noqa: E402,F401  (re-exported to the suites)
 
 ITEM, NAMESPACE = fencing_story.ITEM, fencing_story.NAMESPACE
 
