@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # make demo: builds and installs the extension, starts a scratch cluster on a
-# private port, runs demo/demo.sql with psql (echoing every statement), stops.
+# private port, and runs demo/demo.py: the story with two real client
+# processes, an etcd lock (etcd on loopback, started and stopped by the demo)
+# and a real SIGSTOP. Stops and removes everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=
@@ -12,4 +14,5 @@ test/cluster.sh stop
 trap 'test/cluster.sh stop' EXIT
 test/cluster.sh start
 eval "$(test/cluster.sh env)"
-psql -X -q -v ON_ERROR_STOP=1 -e -f demo/demo.sql
+# Debian's psycopg, etcd3 and kazoo belong to /usr/bin/python3.
+timeout -k 10 180 /usr/bin/python3 demo/demo.py

@@ -8,6 +8,7 @@ PACKAGES=(
     postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
     libgtest-dev valgrind libipc-run-perl procps
     python3-psycopg
+    etcd-server python3-etcd3 zookeeper python3-kazoo
 )
 
 missing=()

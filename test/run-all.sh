@@ -13,6 +13,8 @@
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
+#   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
+#   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run.
@@ -111,6 +113,10 @@ echo "== drivers"
 run_tap_like drivers test/drivers/run.sh
 echo "== keymove"
 run_tap_like keymove test/keymove/run.sh
+echo "== e2e-etcd"
+run_tap_like e2e-etcd test/e2e/etcd.sh
+echo "== e2e-zookeeper"
+run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
 
 echo "== crash"
 run_tap_like crash test/crash/run.sh
