@@ -7,6 +7,7 @@
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
+#   make bench-leases    lease acquire+release cycles/s and latency, against etcd
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -47,7 +48,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 -include $(OBJS:.o=.d)
 
-.PHONY: demo test bench bench-pgbench format unit fuzz deps
+.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -58,6 +59,8 @@ bench: deps
 	bash test/bench/run.sh
 bench-pgbench: deps
 	bash test/bench/pgbench.sh
+bench-leases: deps
+	bash test/bench/leases.sh
 unit:
 	$(MAKE) -C test/unit
 fuzz:
