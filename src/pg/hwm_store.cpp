@@ -35,13 +35,6 @@ namespace {
 // (SPI_keepplan). Every name is schema-qualified and every operator is
 // pg_catalog's, so neither the caller's search_path nor a replan can change
 // what runs.
-struct InternalStatement {
-    const char *sql;
-    int nargs;
-    Oid argtypes[4];
-    SPIPlanPtr plan;
-};
-
 InternalStatement resource_raise = {
     "UPDATE fencing.resource_hwm SET hwm = $3"
     " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
@@ -94,27 +87,9 @@ InternalStatement tombstone_raise = {
     {OIDOID, TEXTARRAYOID, INT8OID},
     nullptr};
 
-SPIPlanPtr Prepared(InternalStatement *stmt) {
-    if (stmt->plan == nullptr) {
-        SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
-        if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("fencing: could not prepare internal statement: %s",
-                                   SPI_result_code_string(SPI_result))));
-        SPI_keepplan(plan);
-        stmt->plan = plan;
-    }
-    return stmt->plan;
-}
-
 // Runs a prepared internal statement; returns rows processed.
 uint64 Run(InternalStatement *stmt, Datum *values) {
-    int rc = SPI_execute_plan(Prepared(stmt), values, nullptr, false, 0);
-    if (rc < 0)
-        ereport(ERROR,
-                (errcode(ERRCODE_INTERNAL_ERROR),
-                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
-    return SPI_processed;
+    return RunInternalStatement(stmt, values, nullptr);
 }
 
 // First column of the first row as int8, when there is a row.
@@ -389,7 +364,17 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
     // The latest snapshot, not the transaction's: under REPEATABLE READ a
     // tombstone committed after our snapshot must still stop a stale INSERT.
-    int rc = SPI_execute_snapshot(Prepared(&tombstone_read), args, nullptr, GetLatestSnapshot(),
+    if (tombstone_read.plan == nullptr) {
+        SPIPlanPtr plan =
+            SPI_prepare(tombstone_read.sql, tombstone_read.nargs, tombstone_read.argtypes);
+        if (plan == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("fencing: could not prepare internal statement: %s",
+                                   SPI_result_code_string(SPI_result))));
+        SPI_keepplan(plan);
+        tombstone_read.plan = plan;
+    }
+    int rc = SPI_execute_snapshot(tombstone_read.plan, args, nullptr, GetLatestSnapshot(),
                                   InvalidSnapshot, true, false, 1);
     if (rc < 0)
         ereport(ERROR,

@@ -97,6 +97,24 @@ void EndInternal(const InternalSession *session) {
     SPI_finish();
 }
 
+uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
+    if (stmt->plan == nullptr) {
+        SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+        if (plan == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("fencing: could not prepare internal statement: %s",
+                                   SPI_result_code_string(SPI_result))));
+        SPI_keepplan(plan);
+        stmt->plan = plan;
+    }
+    int rc = SPI_execute_plan(stmt->plan, const_cast<Datum *>(values), nulls, false, 0);
+    if (rc < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    return SPI_processed;
+}
+
 uint64 RunInternalSql(const char *sql, int nargs, const Oid *types, const Datum *values,
                       const char *nulls, bool read_only) {
     int rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types),

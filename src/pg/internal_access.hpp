@@ -16,6 +16,10 @@
 
 #include "pg/pg.hpp"
 
+extern "C" {
+#include "executor/spi.h"
+}
+
 namespace fencing::pg {
 
 struct InternalSession {
@@ -30,6 +34,20 @@ void EndInternal(const InternalSession *session);
 Oid ExtensionOwner();
 // The schema the extension's objects live in (InvalidOid when not installed).
 Oid ExtensionSchema();
+
+// A fixed statement of the extension, prepared on first use inside an
+// internal session (so under the pinned search path) and kept for the
+// backend's life (SPI_keepplan; PostgreSQL revalidates it after DDL).
+struct InternalStatement {
+    const char *sql;
+    int nargs;
+    Oid argtypes[8];
+    SPIPlanPtr plan;
+};
+
+// Runs a prepared internal statement (inside an internal session); returns
+// SPI_processed, raises on SPI failure. nulls as for SPI_execute_plan.
+uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls);
 
 // Runs a fixed statement of the extension; the caller is inside an internal
 // session. Returns SPI_processed; raises on SPI failure.

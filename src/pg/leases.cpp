@@ -137,6 +137,52 @@ Token NextToken(Token t, const char *name_space, const char *resource) {
     return t + 1;
 }
 
+// The lease statements, prepared once per backend (pg/internal_access.hpp).
+InternalStatement lease_lock = {
+    "SELECT token, expires_at, released_at IS NULL"
+    "       AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    "  FROM fencing.lease"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   FOR UPDATE",
+    2,
+    {TEXTOID, TEXTOID},
+    nullptr};
+InternalStatement lease_first = {
+    "INSERT INTO fencing.lease (namespace, resource, holder, token, acquired_at,"
+    "                           expires_at)"
+    " VALUES ($1, $2, $3, 1, pg_catalog.clock_timestamp(),"
+    "         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4)"
+    " ON CONFLICT (namespace, resource) DO NOTHING",
+    4,
+    {TEXTOID, TEXTOID, TEXTOID, INTERVALOID},
+    nullptr};
+InternalStatement lease_grant = {
+    "UPDATE fencing.lease SET holder = $3, token = $4,"
+    "       acquired_at = pg_catalog.clock_timestamp(),"
+    "       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $5,"
+    "       released_at = NULL"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
+    5,
+    {TEXTOID, TEXTOID, TEXTOID, INT8OID, INTERVALOID},
+    nullptr};
+InternalStatement lease_renew = {
+    "UPDATE fencing.lease"
+    "   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
+    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+    4,
+    {TEXTOID, TEXTOID, INT8OID, INTERVALOID},
+    nullptr};
+InternalStatement lease_release = {
+    "UPDATE fencing.lease SET released_at = pg_catalog.clock_timestamp()"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
+    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+    3,
+    {TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+
 enum class Attempt { kAcquired, kTaken, kRetry };
 
 struct AttemptResult {
@@ -155,15 +201,8 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
     InternalSession session;
     BeginInternal(&session);
     {
-        Oid types[] = {TEXTOID, TEXTOID};
         Datum values[] = {ns, res};
-        RunInternalSql(
-            "SELECT token, expires_at, released_at IS NULL"
-            "       AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-            "  FROM fencing.lease"
-            " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-            "   FOR UPDATE",
-            2, types, values, nullptr, false);
+        RunInternalStatement(&lease_lock, values, nullptr);
     }
     bool found = SPI_processed > 0;
     if (found) {
@@ -179,15 +218,8 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
     } else {
         // The first lease of this resource: the inserted row (or the unique
         // index entry of a concurrent first acquire) serializes acquirers.
-        Oid types[] = {TEXTOID, TEXTOID, TEXTOID, INTERVALOID};
         Datum values[] = {ns, res, CStringGetTextDatum(holder), PointerGetDatum(ttl)};
-        uint64 inserted = RunInternalSql(
-            "INSERT INTO fencing.lease (namespace, resource, holder, token, acquired_at,"
-            "                           expires_at)"
-            " VALUES ($1, $2, $3, 1, pg_catalog.clock_timestamp(),"
-            "         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4)"
-            " ON CONFLICT (namespace, resource) DO NOTHING",
-            4, types, values, nullptr, false);
+        uint64 inserted = RunInternalStatement(&lease_first, values, nullptr);
         if (inserted == 0) {
             EndInternal(&session);
             return result;  // kRetry: a concurrent first acquire committed
@@ -213,16 +245,9 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
 
     BeginInternal(&session);
     {
-        Oid types[] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, INTERVALOID};
         Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
                           PointerGetDatum(ttl)};
-        RunInternalSql(
-            "UPDATE fencing.lease SET holder = $3, token = $4,"
-            "       acquired_at = pg_catalog.clock_timestamp(),"
-            "       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $5,"
-            "       released_at = NULL"
-            " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
-            5, types, values, nullptr, false);
+        RunInternalStatement(&lease_grant, values, nullptr);
     }
     EndInternal(&session);
     // Issuing a token must survive any crash or failover, whatever
@@ -339,20 +364,9 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     BeginInternal(&session);
     RequireNamespaceOwner(name_space, caller,
                           renew ? "renew leases in it" : "release leases in it");
-    Oid types[] = {TEXTOID, TEXTOID, INT8OID, INTERVALOID};
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
                       Int64GetDatum(token), PointerGetDatum(ttl)};
-    uint64 changed = RunInternalSql(
-        renew ? "UPDATE fencing.lease"
-                "   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4"
-                " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-                "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
-                "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-              : "UPDATE fencing.lease SET released_at = pg_catalog.clock_timestamp()"
-                " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-                "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
-                "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
-        renew ? 4 : 3, types, values, nullptr, false);
+    uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
     EndInternal(&session);
     if (changed > 0)
         WakeWaitersAtCommit(name_space, resource);

@@ -40,9 +40,9 @@ void RequireTable(Oid relid) {
                 (errcode(ERRCODE_WRONG_OBJECT_TYPE), errmsg("%s is not a table", RelName(relid)),
                  errdetail("Only ordinary and partitioned tables can be fenced.")));
     if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
-        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("cannot fence %s: it belongs to the fencing extension",
-                               RelName(relid))));
+        ereport(ERROR,
+                (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                 errmsg("cannot fence %s: it belongs to the fencing extension", RelName(relid))));
     if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP)
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("cannot fence temporary table %s", RelName(relid)),
