@@ -18,6 +18,7 @@
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 #include "pg/tombstone_key.hpp"
+#include "pg/tombstones.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -119,8 +120,13 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
     Token hwm = token;
     (void)LookupTombstone(relid, key, &hwm);
     EndInternal(&session);
-    // A row committed meanwhile (an INSERT that read the tombstone before our
-    // raise): raise it too.
+    // An INSERT of the key may be in flight: its recheck ran before our
+    // tombstone existed. Wait for it (as the unique check would), then look
+    // again: a row committed meanwhile is raised too. An INSERT that comes
+    // later waits for our tombstone in its recheck.
+    Relation rel = table_open(relid, AccessShareLock);
+    WaitForKeyWritersOf(rel, k.values);
+    table_close(rel, AccessShareLock);
     bool row_advanced = false;
     if (AdvanceLiveRow(relid, row, k, token, &row_advanced))
         return row_advanced && hwm == token;

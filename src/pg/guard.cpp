@@ -557,7 +557,9 @@ Datum Guard(FunctionCallInfo fcinfo) {
 // even under on_stale => 'skip'.
 void RecheckWrittenRow(const GuardContext &g) {
     Token tombstone;
-    if (!RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone))
+    // A tombstone still being written (a DELETE or fencing_advance() in
+    // flight) is waited for: its commit decides.
+    if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone))
         return;
     Token token;
     if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))

@@ -8,6 +8,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "access/genam.h"
+#include "storage/lmgr.h"
 #include "access/heapam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -194,10 +195,12 @@ struct DirectTable {
 
 DirectTable resource_direct = {"resource_hwm", 2, {F_TEXTEQ, F_TEXTEQ}, 3, InvalidOid, InvalidOid};
 DirectTable table_direct = {"table_hwm", 1, {F_OIDEQ, InvalidOid}, 2, InvalidOid, InvalidOid};
+DirectTable tombstone_direct = {"row_tombstone", 2,         {F_OIDEQ, F_ARRAY_EQ}, 3,
+                                InvalidOid,      InvalidOid};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
-    for (DirectTable *t : {&resource_direct, &table_direct}) {
+    for (DirectTable *t : {&resource_direct, &table_direct, &tombstone_direct}) {
         if (relid == InvalidOid || relid == t->relid || relid == t->index) {
             t->relid = InvalidOid;
             t->index = InvalidOid;
@@ -549,6 +552,52 @@ int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
         "DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
         " RETURNING NULL::pg_catalog.text AS key, hwm",
         1, types, values, target, caller);
+}
+
+void WaitForTombstoneWriters(Oid home_relid, Datum key) {
+    DirectTable *t = &tombstone_direct;
+    if (!ResolveDirectTable(t)) {
+        // Not the expected shape (an index added, another access method):
+        // wait on the whole table's writers instead, which is coarser but sure.
+        Oid nsp = get_namespace_oid("fencing", true);
+        Oid relid = OidIsValid(nsp) ? get_relname_relid(t->name, nsp) : InvalidOid;
+        if (OidIsValid(relid)) {
+            LockRelationOid(relid, ShareLock);
+            UnlockRelationOid(relid, ShareLock);
+        }
+        return;
+    }
+    Oid relid = t->relid;
+    Oid index_relid = t->index;
+    Relation rel = table_open(relid, AccessShareLock);
+    Relation index = index_open(index_relid, AccessShareLock);
+    Datum values[] = {ObjectIdGetDatum(home_relid), key};
+    ScanKeyData keys[2];
+    for (int i = 0; i < 2; ++i)
+        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+                               index->rd_indcollation[i], t->key_eq[i], values[i]);
+    for (;;) {
+        SnapshotData dirty;
+        InitDirtySnapshot(dirty);
+        TupleTableSlot *slot = table_slot_create(rel, nullptr);
+        IndexScanDesc scan = index_beginscan(rel, index, &dirty, 2, 0);
+        index_rescan(scan, keys, 2, nullptr, 0);
+        TransactionId writer = InvalidTransactionId;
+        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+                writer = xid;
+                break;
+            }
+        }
+        index_endscan(scan);
+        ExecDropSingleTupleTableSlot(slot);
+        if (!TransactionIdIsValid(writer))
+            break;
+        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+    }
+    index_close(index, AccessShareLock);
+    table_close(rel, AccessShareLock);
 }
 
 }  // namespace fencing::pg

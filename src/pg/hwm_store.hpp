@@ -28,6 +28,9 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // The caller is inside an internal session (pg/internal_access.hpp).
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
+// Waits for every other transaction still writing the key's tombstone (a
+// dirty-snapshot look at its index entry, as the unique check does).
+void WaitForTombstoneWriters(Oid home_relid, Datum key);
 
 // Reads, outside a write's check (HWM queries, DDL): the committed state.
 bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);

@@ -10,6 +10,7 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -35,26 +36,18 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     return found;
 }
 
-void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
-    RequireCanonicalRowKeyCached(rel);
+void WaitForKeyWritersOf(Relation rel, const Datum *values) {
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;
     Relation index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
-    TupleDesc desc = RelationGetDescr(rel);
-    ScanKeyData keys[32];
+    ScanKeyData keys[INDEX_MAX_KEYS];
     for (int i = 0; i < pk.natts; ++i) {
-        bool isnull;
-        Datum value = heap_getattr(new_row, pk.attnums[i], desc, &isnull);
-        if (isnull) {
-            index_close(index, AccessShareLock);
-            return;
-        }
         Oid opfamily = index->rd_opfamily[i];
         Oid type = index->rd_opcintype[i];
         Oid eqop = get_opfamily_member(opfamily, type, type, BTEqualStrategyNumber);
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[i], get_opcode(eqop), value);
+                               index->rd_indcollation[i], get_opcode(eqop), values[i]);
     }
     // A dirty snapshot sees the versions of in-progress transactions, as the
     // unique check does: wait for each such writer, then look again.
@@ -76,9 +69,38 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
         ExecDropSingleTupleTableSlot(slot);
         if (!TransactionIdIsValid(writer))
             break;
-        XactLockTableWait(writer, rel, &new_row->t_self, XLTW_InsertIndexUnique);
+        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
     }
     index_close(index, AccessShareLock);
+}
+
+void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return;
+    TupleDesc desc = RelationGetDescr(rel);
+    Datum values[INDEX_MAX_KEYS];
+    for (int i = 0; i < pk.natts; ++i) {
+        bool isnull;
+        values[i] = heap_getattr(new_row, pk.attnums[i], desc, &isnull);
+        if (isnull)
+            return;
+    }
+    WaitForKeyWritersOf(rel, values);
+}
+
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, row, &key))
+        return false;
+    WaitForTombstoneWriters(home_relid, key);
+    InternalSession access;
+    BeginInternal(&access);
+    bool found = LookupTombstone(home_relid, key, hwm);
+    EndInternal(&access);
+    return found;
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {

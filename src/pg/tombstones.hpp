@@ -25,6 +25,13 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
 // transaction still writing a row with that key (an uncommitted INSERT or
 // DELETE), so the tombstone read afterwards includes what they committed.
 void WaitForKeyWriters(Relation rel, HeapTuple new_row);
+// The same for primary-key values (index column order).
+void WaitForKeyWritersOf(Relation rel, const Datum *values);
+
+// RowTombstone after waiting for every transaction still writing the key's
+// tombstone (an in-flight DELETE or fencing_advance()), so a tombstone
+// committed by it is seen: the rechecks after an INSERT or a key move.
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
