@@ -554,6 +554,31 @@ int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
         1, types, values, target, caller);
 }
 
+void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
+    // A dirty snapshot sees the versions of in-progress transactions, as the
+    // unique check does: wait for each such writer, then look again.
+    for (;;) {
+        SnapshotData dirty;
+        InitDirtySnapshot(dirty);
+        TupleTableSlot *slot = table_slot_create(rel, nullptr);
+        IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
+        index_rescan(scan, keys, nkeys, nullptr, 0);
+        TransactionId writer = InvalidTransactionId;
+        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+                writer = xid;
+                break;
+            }
+        }
+        index_endscan(scan);
+        ExecDropSingleTupleTableSlot(slot);
+        if (!TransactionIdIsValid(writer))
+            break;
+        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+    }
+}
+
 void WaitForTombstoneWriters(Oid home_relid, Datum key) {
     DirectTable *t = &tombstone_direct;
     if (!ResolveDirectTable(t)) {
@@ -576,26 +601,7 @@ void WaitForTombstoneWriters(Oid home_relid, Datum key) {
     for (int i = 0; i < 2; ++i)
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
                                index->rd_indcollation[i], t->key_eq[i], values[i]);
-    for (;;) {
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        TupleTableSlot *slot = table_slot_create(rel, nullptr);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, 2, 0);
-        index_rescan(scan, keys, 2, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-        }
-        index_endscan(scan);
-        ExecDropSingleTupleTableSlot(slot);
-        if (!TransactionIdIsValid(writer))
-            break;
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
-    }
+    WaitForIndexWriters(rel, index, keys, 2);
     index_close(index, AccessShareLock);
     table_close(rel, AccessShareLock);
 }

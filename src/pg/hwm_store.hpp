@@ -13,6 +13,11 @@
 #include "core/policy.hpp"
 #include "pg/pg.hpp"
 
+extern "C" {
+#include "access/skey.h"
+#include "utils/relcache.h"
+}
+
 namespace fencing::pg {
 
 struct HwmVerdict {
@@ -28,6 +33,10 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // The caller is inside an internal session (pg/internal_access.hpp).
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
+// Waits for every other transaction still writing an entry of index (on rel)
+// that matches keys: a dirty-snapshot scan, as the unique check does.
+void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
+
 // Waits for every other transaction still writing the key's tombstone (a
 // dirty-snapshot look at its index entry, as the unique check does).
 void WaitForTombstoneWriters(Oid home_relid, Datum key);

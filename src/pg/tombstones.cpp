@@ -49,28 +49,7 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values) {
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
                                index->rd_indcollation[i], get_opcode(eqop), values[i]);
     }
-    // A dirty snapshot sees the versions of in-progress transactions, as the
-    // unique check does: wait for each such writer, then look again.
-    for (;;) {
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        TupleTableSlot *slot = table_slot_create(rel, nullptr);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, pk.natts, 0);
-        index_rescan(scan, keys, pk.natts, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-        }
-        index_endscan(scan);
-        ExecDropSingleTupleTableSlot(slot);
-        if (!TransactionIdIsValid(writer))
-            break;
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
-    }
+    WaitForIndexWriters(rel, index, keys, pk.natts);
     index_close(index, AccessShareLock);
 }
 
