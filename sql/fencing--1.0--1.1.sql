@@ -119,28 +119,26 @@ CREATE EVENT TRIGGER fencing_ddl_check_start ON ddl_command_start
     WHEN TAG IN ('ALTER TABLE', 'ALTER TYPE')
     EXECUTE FUNCTION fencing.ddl_check_start();
 
--- A foreign table fires no trigger for writes routed to it: one created as a
--- partition of a fenced table is refused (attaching one is refused when the
--- parent's guards are synced).
-CREATE FUNCTION fencing.on_foreign_table_ddl() RETURNS event_trigger
+-- The DDL hook also sees foreign tables: a foreign table fires no trigger for
+-- writes routed to it, so one created as a partition of a fenced table is
+-- refused (attaching one is refused when the parent's guards are synced).
+CREATE OR REPLACE FUNCTION fencing.on_ddl_command_end() RETURNS event_trigger
     LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     cmd record;
 BEGIN
     FOR cmd IN SELECT * FROM pg_event_trigger_ddl_commands()
-               WHERE object_type = 'foreign table'
+               WHERE object_type IN ('table', 'table column', 'foreign table')
     LOOP
         PERFORM fencing.on_table_ddl(cmd.objid);
     END LOOP;
 END $$;
-CREATE EVENT TRIGGER fencing_foreign_table_ddl ON ddl_command_end
-    WHEN TAG IN ('CREATE FOREIGN TABLE')
-    EXECUTE FUNCTION fencing.on_foreign_table_ddl();
 
--- CREATE SCHEMA ... CREATE TABLE reports its tables under the CREATE SCHEMA
--- tag: they are auto-protected like any other CREATE TABLE.
-CREATE EVENT TRIGGER fencing_ddl_command_end_schema ON ddl_command_end
-    WHEN TAG IN ('CREATE SCHEMA')
+-- Tags the 1.0 event trigger does not list: CREATE SCHEMA ... CREATE TABLE
+-- reports its tables under the CREATE SCHEMA tag (they are auto-protected like
+-- any other CREATE TABLE), and CREATE FOREIGN TABLE ... PARTITION OF.
+CREATE EVENT TRIGGER fencing_ddl_command_end_more ON ddl_command_end
+    WHEN TAG IN ('CREATE SCHEMA', 'CREATE FOREIGN TABLE')
     EXECUTE FUNCTION fencing.on_ddl_command_end();
 
 -- Drops the fencing_sql_drop trigger does not see (its tag list): tables

@@ -25,20 +25,45 @@ bool OwnerKeptByOid() {
     return attnum != InvalidAttrNumber && get_atttype(rel, attnum) == REGROLEOID;
 }
 
+// The owner lookups, prepared once per backend; [by_oid][lock].
+InternalStatement owner_read[2][2] = {
+    {{"SELECT owner::pg_catalog.text FROM fencing.resource_namespace"
+      " WHERE name OPERATOR(pg_catalog.=) $1",
+      1,
+      {TEXTOID},
+      nullptr},
+     {"SELECT owner::pg_catalog.text FROM fencing.resource_namespace"
+      " WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+      1,
+      {TEXTOID},
+      nullptr}},
+    {{"SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
+      " WHERE name OPERATOR(pg_catalog.=) $1",
+      1,
+      {TEXTOID},
+      nullptr},
+     {"SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
+      " WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE",
+      1,
+      {TEXTOID},
+      nullptr}}};
+// The first claim of a namespace; [by_oid].
+InternalStatement owner_claim[2] = {
+    {"INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
+     " ON CONFLICT (name) DO NOTHING",
+     2,
+     {TEXTOID, NAMEOID},
+     nullptr},
+    {"INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
+     " ON CONFLICT (name) DO NOTHING",
+     2,
+     {TEXTOID, REGROLEOID},
+     nullptr}};
+
 Oid StoredOwner(const char *name_space, bool lock) {
-    Oid types[] = {TEXTOID};
     Datum values[] = {CStringGetTextDatum(name_space)};
     bool by_oid = OwnerKeptByOid();
-    const char *sql = by_oid
-                          ? (lock ? "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
-                                    " WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE"
-                                  : "SELECT owner::pg_catalog.oid FROM fencing.resource_namespace"
-                                    " WHERE name OPERATOR(pg_catalog.=) $1")
-                          : (lock ? "SELECT owner::pg_catalog.text FROM fencing.resource_namespace"
-                                    " WHERE name OPERATOR(pg_catalog.=) $1 FOR UPDATE"
-                                  : "SELECT owner::pg_catalog.text FROM fencing.resource_namespace"
-                                    " WHERE name OPERATOR(pg_catalog.=) $1");
-    if (RunInternalSql(sql, 1, types, values, nullptr, !lock) == 0)
+    if (RunInternalStatement(&owner_read[by_oid][lock], values, nullptr) == 0)
         return InvalidOid;
     bool isnull;
     Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -84,15 +109,11 @@ void JoinNamespace(const char *name_space, Oid table_owner) {
         // Claim it if unclaimed; then read the owner under a row lock, so two
         // first claims cannot both win.
         bool by_oid = OwnerKeptByOid();
-        Oid types[] = {TEXTOID, by_oid ? Oid{REGROLEOID} : Oid{NAMEOID}};
         NameData owner_name;
         namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));
         Datum values[] = {CStringGetTextDatum(name_space),
                           by_oid ? ObjectIdGetDatum(table_owner) : NameGetDatum(&owner_name)};
-        RunInternalSql(
-            "INSERT INTO fencing.resource_namespace (name, owner) VALUES ($1, $2)"
-            " ON CONFLICT (name) DO NOTHING",
-            2, types, values, nullptr, false);
+        RunInternalStatement(&owner_claim[by_oid], values, nullptr);
         owner = StoredOwner(name_space, true);
         if (!OidIsValid(owner)) {
             // Its role was dropped: only a role with superuser rights may take
