@@ -8,6 +8,7 @@
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
+#   make fuzz            10^7 libFuzzer executions on the parser and decoder (FUZZ_RUNS=)
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -63,7 +64,8 @@ bench-leases: deps
 	bash test/bench/leases.sh
 unit:
 	$(MAKE) -C test/unit
-fuzz:
-	$(MAKE) -C test/fuzz
+# FUZZ_RUNS executions (default 10^7) of the parser/decoder fuzzer, 0 crashes or it fails.
+fuzz: deps
+	$(MAKE) -C test/fuzz long
 format:
 	clang-format -i src/*/*.cpp src/*/*.hpp test/unit/*.cpp test/fuzz/*.cpp

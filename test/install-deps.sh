@@ -9,6 +9,7 @@ PACKAGES=(
     libgtest-dev valgrind libipc-run-perl procps
     python3-psycopg
     etcd-server python3-etcd3 zookeeper python3-kazoo
+    sqlsmith
 )
 
 missing=()

@@ -7,6 +7,7 @@
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
+#   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
@@ -117,6 +118,9 @@ echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"
 run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
+
+echo "== sqlsmith"
+run_tap_like sqlsmith test/sqlsmith/run.sh
 
 echo "== crash"
 run_tap_like crash test/crash/run.sh
