@@ -83,14 +83,17 @@ class Fenced:
         self.conn, self.token = conn, token
 
     def update(self, table, key, changes):
-        """fenced_update(): 0 rows means stale; raised as StaleToken with the
-        HWM read back (there is no error to read it from)."""
+        """fenced_update(): the rows written. 0 rows while the key's HWM is
+        at or above the token (strict mode refuses an equal one) is raised as
+        StaleToken with that HWM (there is no error to read it from); 0 rows
+        below it means there is no such row."""
         n = self.conn.execute("SELECT fenced_update(%s, %s, %s, %s)",
                               (table, self.token, Jsonb(key), Jsonb(changes))).fetchone()[0]
         if n == 0:
             hwm = self.conn.execute("SELECT fencing_high_water(%s, %s)::text",
                                     (table, Jsonb(key))).fetchone()[0]
-            raise StaleToken(self.token, int(hwm))
+            if int(hwm) >= self.token:
+                raise StaleToken(self.token, int(hwm))
         return n
 
     @contextmanager
