@@ -8,6 +8,7 @@
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
+#   make examples        the client examples (examples/) on a scratch cluster
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -48,7 +49,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 -include $(OBJS:.o=.d)
 
-.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps
+.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps examples
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -61,6 +62,8 @@ bench-pgbench: deps
 	bash test/bench/pgbench.sh
 bench-leases: deps
 	bash test/bench/leases.sh
+examples: deps
+	bash test/examples.sh
 unit:
 	$(MAKE) -C test/unit
 fuzz:
