@@ -161,12 +161,13 @@ def main():
     with fenced(b):
         item_b = Item.objects.get(pk="SKU-001")
         item_b.stock, item_b.note = 7, "written by B"
-        item_b.save()  # echoes token a: carries b
+        item_b.save()  # echoes the token it read (b: B's advance raised it)
     item_b.refresh_from_db()
-    ok(f"B's save() echoing {a} under fencing.token {b} stored {item_b.fencing_token}",
+    ok(f"B's save() under fencing.token {b}: stock 7, fencing_token {item_b.fencing_token}",
        (item_b.stock, item_b.fencing_token) == (7, b))
 
-    # A wakes up, re-reads and saves with its old token.
+    # A wakes up, re-reads (fencing_token b) and saves with its old token: the
+    # echoed b carries a, refused as stale.
     def stale_save():
         with fenced(a):
             x = Item.objects.get(pk="SKU-001")
@@ -192,11 +193,14 @@ def main():
     sql_value("SELECT fencing_resource_advance(%s, %s)", [resource + "-big", top - 1])
     c = int(sql_value("SELECT fencing_acquire(%s, 'worker-c', '30 s')::text", [resource + "-big"]))
     ok(f"fencing_acquire handed out {c}", c == top)
+    # No advance this time: save() echoes b under fencing.token = c.
     with fenced(c):
         x = Item.objects.get(pk="SKU-001")
+        echoed = x.fencing_token
         x.stock = 1
         x.save()
-    ok("token 9223372036854775807 stored exactly", Item.objects.get(pk="SKU-001").fencing_token == top)
+    stored = Item.objects.get(pk="SKU-001").fencing_token
+    ok(f"save() echoing {echoed} under fencing.token {c} stored {stored} exactly", (echoed, stored) == (b, top))
 
     def stale_big():
         with fenced(top - 1):

@@ -248,7 +248,8 @@ public final class FencingExample {
             call(c, "SELECT fencing_release(?, ?)", resource, a);
             long b = acquire(c, resource, "worker-b");
             call(c, "SELECT fencing_advance('ex_java', ?, ?::jsonb)", b, key);
-            // B works like Hibernate: load the entity, change it, write every column back.
+            // B works like Hibernate: load the entity, change it, write every
+            // column back (fence as read: b, since B's advance raised it).
             n = withToken(c, b, conn -> {
                 Item i = load(conn, "SKU-001");
                 i.stock = 7;
@@ -256,19 +257,21 @@ public final class FencingExample {
                 return saveFullRow(conn, i);
             });
             Item afterB = load(c, "SKU-001");
-            ok("full-row UPDATE echoing token " + a + " under fencing.token " + b + " stored " + afterB.fence,
+            ok("B's full-row UPDATE under fencing.token " + b + " wrote 1 row",
                     n == 1 && afterB.stock == 7 && afterB.fence == b);
 
             StaleTokenException e = expectStale("stale fenced_update",
                     () -> fencedUpdate(c, "ex_java", a, key, "{\"stock\": 99}"));
             ok("stale fenced_update -> StaleTokenException(offered " + e.offered + ", hwm " + e.highWaterMark + ")",
                     e.offered == a && e.highWaterMark == b);
+            // A loads the row (fence b) and writes it all back under its old
+            // token: the echoed b carries a, which is refused as stale.
             e = expectStale("stale full-row UPDATE", () -> withToken(c, a, conn -> {
                 Item i = load(conn, "SKU-001");
                 i.stock = 99;
                 return saveFullRow(conn, i);
             }));
-            ok("stale full-row UPDATE -> StaleTokenException " + e.getSQLState() + " (offered " + e.offered
+            ok("stale full-row UPDATE echoing " + b + " under fencing.token " + a + " -> StaleTokenException " + e.getSQLState() + " (offered " + e.offered
                     + ", hwm " + e.highWaterMark + ") from getServerErrorMessage().getDetail()",
                     "TF001".equals(e.getSQLState()) && e.offered == a && e.highWaterMark == b);
             Item now = load(c, "SKU-001");
@@ -279,12 +282,16 @@ public final class FencingExample {
             call(c, "SELECT fencing_resource_advance(?, ?)", resource + "-big", top - 1);
             long big = acquire(c, resource + "-big", "worker-c");
             ok("fencing_acquire handed out " + big, big == top);
-            withToken(c, big, conn -> {
+            // No advance this time: the row still holds b, and the full-row
+            // UPDATE echoes b under fencing.token = big (the echo rule).
+            long echoed = withToken(c, big, conn -> {
                 Item i = load(conn, "SKU-001");
                 i.stock = 1;
-                return saveFullRow(conn, i);
+                saveFullRow(conn, i);
+                return i.fence;
             });
-            ok("token 9223372036854775807 stored exactly", load(c, "SKU-001").fence == top);
+            ok("full-row UPDATE echoing " + echoed + " under fencing.token " + big + " stored "
+                    + load(c, "SKU-001").fence + " exactly", echoed == b && load(c, "SKU-001").fence == top);
             e = expectStale("stale 9223372036854775806", () -> withToken(c, top - 1, conn -> {
                 Item i = load(conn, "SKU-001");
                 i.stock = 2;
