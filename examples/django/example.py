@@ -14,10 +14,13 @@ environment (PGHOST, PGPORT, PGUSER, PGDATABASE). Prints "ok - ..." lines and
 exits 1 on the first failed expectation.
 """
 import os
-import re
 import sys
 import time
 from contextlib import contextmanager
+
+# The typed errors shared by the Python examples (examples/python/fencing_errors.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from fencing_errors import StaleToken, TokenRequired, fencing_error  # noqa: E402
 
 import django
 from django.conf import settings
@@ -60,40 +63,17 @@ class Item(models.Model):
         db_table = "ex_django"
 
 
-class StaleToken(Exception):
-    """The lock was lost (SQLSTATE TF001): re-acquire, re-read, then write."""
-
-    def __init__(self, message, offered, hwm):
-        super().__init__(message)
-        self.offered, self.hwm = offered, hwm
-
-
-class TokenRequired(Exception):
-    """A require_token table written without a token (SQLSTATE TF002)."""
-
-
-# DETAIL of TF001: "<key>: offered token T is below the high-water mark H."
-# psycopg2 exposes DETAIL as diag.message_detail; the numbers are inside its
-# text, so that field is parsed, from its end.
-DETAIL = re.compile(r"offered token (\d+) is (?:below|not above) the high-water mark (\d+)"
-                    r"(?: \(strict[^)]*\))?\.$")
-
-
 @contextmanager
 def fencing_errors():
     """Turns fencing's refusals inside the block into the typed errors."""
     try:
         yield
     except DatabaseError as e:
-        pg = e.__cause__  # the psycopg2 error Django wrapped
-        code = getattr(pg, "pgcode", None)
-        if code == "TF001":
-            m = DETAIL.search(pg.diag.message_detail or "")
-            raise StaleToken(pg.diag.message_primary, int(m.group(1)) if m else None,
-                             int(m.group(2)) if m else None) from e
-        if code == "TF002":
-            raise TokenRequired(pg.diag.message_primary) from e
-        raise
+        pg = e.__cause__  # the psycopg2 error
+        typed = fencing_error(getattr(pg, "pgcode", None), pg.diag.message_detail, pg.diag.message_primary)
+        if typed is None:
+            raise
+        raise typed from e
 
 
 @contextmanager

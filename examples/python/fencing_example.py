@@ -15,7 +15,6 @@ endpoint from ETCD_ENDPOINT ("127.0.0.1:2379"). Prints "ok - ..." lines and
 exits non-zero on the first failed expectation.
 """
 import os
-import re
 import sys
 import time
 from contextlib import contextmanager
@@ -23,33 +22,7 @@ from contextlib import contextmanager
 import psycopg
 from psycopg.types.json import Jsonb
 
-
-# ------------------------------------------------------------ typed errors
-
-class FencingError(Exception):
-    """A write refused by fencing."""
-
-
-class StaleToken(FencingError):
-    """The offered token is below the high-water mark (SQLSTATE TF001), or
-    fenced_update() wrote 0 rows. The lock was lost: re-acquire, re-read,
-    then write."""
-
-    def __init__(self, offered, hwm, sqlstate=None):
-        super().__init__(f"stale fencing token {offered} (high-water mark {hwm})")
-        self.offered, self.hwm, self.sqlstate = offered, hwm, sqlstate
-
-
-class TokenRequired(FencingError):
-    """A require_token table was written without a token (SQLSTATE TF002)."""
-
-
-# DETAIL of TF001: "<key>: offered token T is below the high-water mark H."
-# (strict mode: "is not above"). The numbers are only in the DETAIL text, so
-# the DETAIL field (not the message) is parsed, from its end: a key value
-# cannot fool it.
-_DETAIL = re.compile(r"offered token (\d+) is (?:below|not above) the high-water mark (\d+)"
-                     r"(?: \(strict[^)]*\))?\.$")
+from fencing_errors import StaleToken, TokenRequired, fencing_error
 
 
 @contextmanager
@@ -58,22 +31,10 @@ def fencing_errors():
     try:
         yield
     except psycopg.Error as e:
-        typed = fencing_error(e)
+        typed = fencing_error(e.sqlstate, e.diag.message_detail, e.diag.message_primary)
         if typed is None:
             raise
         raise typed from e
-
-
-def fencing_error(e):
-    """The typed error for a psycopg error, or None when it is not fencing's."""
-    if e.sqlstate == "TF001":
-        m = _DETAIL.search(e.diag.message_detail or "")
-        if m is None:
-            return StaleToken(None, None, "TF001")
-        return StaleToken(int(m.group(1)), int(m.group(2)), "TF001")
-    if e.sqlstate == "TF002":
-        return TokenRequired(e.diag.message_primary)
-    return None
 
 
 class Fenced:
@@ -93,7 +54,7 @@ class Fenced:
             hwm = self.conn.execute("SELECT fencing_high_water(%s, %s)::text",
                                     (table, Jsonb(key))).fetchone()[0]
             if int(hwm) >= self.token:
-                raise StaleToken(self.token, int(hwm))
+                raise StaleToken("fenced_update() wrote 0 rows", self.token, int(hwm))
         return n
 
     @contextmanager

@@ -12,10 +12,13 @@ Connection from the libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE).
 Prints "ok - ..." lines; exits 1 on the first failed expectation.
 """
 import os
-import re
 import sys
 import time
 from contextlib import contextmanager
+
+# The typed errors shared by the Python examples (examples/python/fencing_errors.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from fencing_errors import StaleToken, TokenRequired, fencing_error  # noqa: E402
 
 from sqlalchemy import Column, Integer, Text, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
@@ -49,39 +52,17 @@ class Item(Base):
     fencing_token = Column(FencingToken)
 
 
-class StaleToken(Exception):
-    """The lock was lost (SQLSTATE TF001): re-acquire, re-read, then write."""
-
-    def __init__(self, message, offered, hwm):
-        super().__init__(message)
-        self.offered, self.hwm = offered, hwm
-
-
-class TokenRequired(Exception):
-    """A require_token table written without a token (SQLSTATE TF002)."""
-
-
-# DETAIL of TF001: "<key>: offered token T is below the high-water mark H."
-# psycopg2 exposes DETAIL as diag.message_detail; the numbers are inside its
-# text, so that field is parsed, from its end.
-DETAIL = re.compile(r"offered token (\d+) is (?:below|not above) the high-water mark (\d+)"
-                    r"(?: \(strict[^)]*\))?\.$")
-
-
 @contextmanager
 def fencing_errors():
     """Turns fencing's refusals inside the block into the typed errors."""
     try:
         yield
     except DBAPIError as e:
-        code = getattr(e.orig, "pgcode", None)
-        if code == "TF001":
-            m = DETAIL.search(e.orig.diag.message_detail or "")
-            raise StaleToken(e.orig.diag.message_primary, int(m.group(1)) if m else None,
-                             int(m.group(2)) if m else None) from e
-        if code == "TF002":
-            raise TokenRequired(e.orig.diag.message_primary) from e
-        raise
+        pg = e.orig  # the psycopg2 error
+        typed = fencing_error(getattr(pg, "pgcode", None), pg.diag.message_detail, pg.diag.message_primary)
+        if typed is None:
+            raise
+        raise typed from e
 
 
 @contextmanager
