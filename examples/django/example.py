@@ -17,10 +17,12 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from functools import partial
 
 # The typed errors shared by the Python examples (examples/python/fencing_errors.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from fencing_errors import StaleToken, TokenRequired, fencing_error  # noqa: E402
+from checks import expect_stale, ok  # noqa: E402
+from fencing_errors import TokenRequired, typed_errors  # noqa: E402
 
 import django
 from django.conf import settings
@@ -63,17 +65,8 @@ class Item(models.Model):
         db_table = "ex_django"
 
 
-@contextmanager
-def fencing_errors():
-    """Turns fencing's refusals inside the block into the typed errors."""
-    try:
-        yield
-    except DatabaseError as e:
-        pg = e.__cause__  # the psycopg2 error
-        typed = fencing_error(getattr(pg, "pgcode", None), pg.diag.message_detail, pg.diag.message_primary)
-        if typed is None:
-            raise
-        raise typed from e
+# fencing's refusals as StaleToken / TokenRequired (Django wraps psycopg2's error).
+fencing_errors = partial(typed_errors, DatabaseError, lambda e: e.__cause__)
 
 
 @contextmanager
@@ -85,24 +78,10 @@ def fenced(token):
         yield
 
 
-def ok(what, cond=True):
-    print(f"{'ok' if cond else 'not ok'} - {what}")
-    if not cond:
-        sys.exit(1)
-
-
 def sql_value(sql, params=()):
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return cur.fetchone()[0]
-
-
-def expect_stale(what, action):
-    try:
-        action()
-    except StaleToken as e:
-        return e
-    ok(f"{what} refused", False)
 
 
 def main():

@@ -10,6 +10,7 @@ StaleToken (SQLSTATE TF001, or 0 rows from fenced_update()) carries the
 offered token and the high-water mark as Python ints; TokenRequired is TF002.
 """
 import re
+from contextlib import contextmanager
 
 
 class FencingError(Exception):
@@ -52,3 +53,21 @@ def fencing_error(sqlstate, detail, message):
     if sqlstate == "TF002":
         return TokenRequired(message)
     return None
+
+
+@contextmanager
+def typed_errors(catch, driver_error=lambda e: e):
+    """Within the block, an exception of type catch that is one of fencing's
+    refusals is raised again as the typed error. driver_error gets the
+    driver's error out of a wrapper (Django: e.__cause__, SQLAlchemy: e.orig).
+    Works with psycopg 3 (e.sqlstate) and psycopg2 (e.pgcode)."""
+    try:
+        yield
+    except catch as e:
+        pg = driver_error(e)
+        sqlstate = getattr(pg, "sqlstate", None) or getattr(pg, "pgcode", None)
+        diag = getattr(pg, "diag", None)
+        typed = fencing_error(sqlstate, diag and diag.message_detail, diag and diag.message_primary)
+        if typed is None:
+            raise
+        raise typed from e

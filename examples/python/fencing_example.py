@@ -18,23 +18,16 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from functools import partial
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from fencing_errors import StaleToken, TokenRequired, fencing_error
+from checks import ok
+from fencing_errors import StaleToken, TokenRequired, typed_errors
 
-
-@contextmanager
-def fencing_errors():
-    """Turns fencing's refusals inside the block into the typed errors."""
-    try:
-        yield
-    except psycopg.Error as e:
-        typed = fencing_error(e.sqlstate, e.diag.message_detail, e.diag.message_primary)
-        if typed is None:
-            raise
-        raise typed from e
+# fencing's refusals from psycopg 3, as StaleToken / TokenRequired.
+fencing_errors = partial(typed_errors, psycopg.Error)
 
 
 class Fenced:
@@ -67,13 +60,6 @@ class Fenced:
 
 
 # ------------------------------------------------------------ checks
-
-def ok(what, cond=True, got=None):
-    if not cond:
-        print(f"not ok - {what}" + ("" if got is None else f": got {got!r}"))
-        sys.exit(1)
-    print(f"ok - {what}")
-
 
 def stock(conn, table, item):
     row = conn.execute(f"SELECT stock, fence::text FROM {table} WHERE item = %s", (item,)).fetchone()

@@ -15,10 +15,12 @@ import os
 import sys
 import time
 from contextlib import contextmanager
+from functools import partial
 
 # The typed errors shared by the Python examples (examples/python/fencing_errors.py).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from fencing_errors import StaleToken, TokenRequired, fencing_error  # noqa: E402
+from checks import expect_stale, ok  # noqa: E402
+from fencing_errors import TokenRequired, typed_errors  # noqa: E402
 
 from sqlalchemy import Column, Integer, Text, create_engine, event, text
 from sqlalchemy.exc import DBAPIError
@@ -52,17 +54,8 @@ class Item(Base):
     fencing_token = Column(FencingToken)
 
 
-@contextmanager
-def fencing_errors():
-    """Turns fencing's refusals inside the block into the typed errors."""
-    try:
-        yield
-    except DBAPIError as e:
-        pg = e.orig  # the psycopg2 error
-        typed = fencing_error(getattr(pg, "pgcode", None), pg.diag.message_detail, pg.diag.message_primary)
-        if typed is None:
-            raise
-        raise typed from e
+# fencing's refusals as StaleToken / TokenRequired (SQLAlchemy wraps psycopg2's error).
+fencing_errors = partial(typed_errors, DBAPIError, lambda e: e.orig)
 
 
 @contextmanager
@@ -71,20 +64,6 @@ def fenced(engine, token):
     with fencing_errors(), Session(engine) as session, session.begin():
         session.execute(text("SELECT set_config('fencing.token', :t, true)"), {"t": str(token)})
         yield session
-
-
-def ok(what, cond=True):
-    print(f"{'ok' if cond else 'not ok'} - {what}")
-    if not cond:
-        sys.exit(1)
-
-
-def expect_stale(what, action):
-    try:
-        action()
-    except StaleToken as e:
-        return e
-    ok(f"{what} refused", False)
 
 
 def main():
