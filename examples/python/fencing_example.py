@@ -15,7 +15,6 @@ endpoint from ETCD_ENDPOINT ("127.0.0.1:2379"). Prints "ok - ..." lines and
 exits non-zero on the first failed expectation.
 """
 import os
-import sys
 import time
 from contextlib import contextmanager
 from functools import partial
