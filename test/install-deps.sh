@@ -10,7 +10,16 @@ PACKAGES=(
     python3-psycopg
     etcd-server python3-etcd3 zookeeper python3-kazoo
     sqlsmith
+    # the client examples (examples/): Django, SQLAlchemy, JDBC
+    python3-django python3-psycopg2 python3-sqlalchemy
+    default-jdk-headless libpostgresql-jdbc-java
 )
+# Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
+# node with npm is already installed (another nodejs package, e.g.
+# NodeSource's, ships its own npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -16,6 +16,8 @@
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
+#   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
+#              Java, Django, SQLAlchemy against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run.
@@ -118,6 +120,8 @@ echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"
 run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
+echo "== examples"
+run_tap_like examples examples/run.sh
 
 echo "== sqlsmith"
 run_tap_like sqlsmith test/sqlsmith/run.sh
