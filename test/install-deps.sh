@@ -9,6 +9,8 @@ PACKAGES=(
     libgtest-dev valgrind libipc-run-perl procps
     python3-psycopg
     etcd-server python3-etcd3 zookeeper python3-kazoo
+    python3-sqlalchemy python3-psycopg2
+    git dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )
 
 missing=()

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Runs every suite and ends with one line: "N passed, N failed".
 #
+#   meta       META.json against the PGXN spec; one version in control, META.json,
+#              debian/changelog and README (test/meta/check.py)
+#   deb        the Debian package: build, apt-get install, CREATE EXTENSION and a
+#              smoke test, dpkg -r (test/deb/run.sh; runs before build's make
+#              install, and puts back any make-installed files it moved aside)
 #   build      the extension with -Wall -Wextra -Werror, installed
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
@@ -56,6 +61,11 @@ count_gtest() {  # count_gtest SUITE LOGFILE EXIT
     if [ "$3" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
     record "$1" "$ok" "$bad"
 }
+
+echo "== meta"
+run_tap_like meta test/meta/run.sh
+echo "== deb"
+run_tap_like deb test/deb/run.sh
 
 echo "== build"
 if make -s clean >/dev/null && make -s WERROR=-Werror >"$LOGDIR/build.log" 2>&1 &&
