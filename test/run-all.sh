@@ -10,6 +10,9 @@
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
+#   docs       docs/reference.md names every function, view and setting of the
+#              installed extension (test/docs/run.sh)
+#   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
@@ -104,6 +107,11 @@ bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
 if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 [ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
 record installcheck "$ok" "$bad"
+
+echo "== docs"
+run_tap_like docs test/docs/run.sh
+echo "== cookbook"
+run_tap_like cookbook test/cookbook/run.sh
 
 echo "== dump"
 run_tap_like dump test/dump/run.sh
