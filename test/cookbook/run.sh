@@ -9,7 +9,7 @@
 # recipe tagged needs=etcd|zookeeper gets a scratch lock service on loopback.
 # COOKBOOK_ACCEPT=1 writes the outputs as the new expected files (review them).
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 ROOT=$(pwd)
 . test/lib/checks.sh
 DOC=docs/cookbook.md

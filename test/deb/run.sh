@@ -9,8 +9,7 @@
 # (a `make install`) are moved aside first and put back, byte for byte, at the
 # end, whatever happens. Needs root (or sudo). Prints "ok N - ..." lines.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
+cd "$(dirname "$0")/../.." || exit 1
 . test/lib/checks.sh
 
 SUDO=
@@ -40,11 +39,11 @@ ext_files() {
 
 # dpkg -r, waiting (bounded) while another dpkg or apt-get holds the lock.
 dpkg_remove() {
-    local i out
-    for i in $(seq 1 150); do
+    local tries out
+    for tries in $(seq 150 -1 1); do
         out=$($SUDO dpkg -r $PKG 2>&1) && { echo "$out"; return 0; }
         echo "$out"
-        case "$out" in *lock*) sleep 2 ;; *) return 1 ;; esac
+        case "$out" in *lock*) [ "$tries" -gt 1 ] && sleep 2 ;; *) return 1 ;; esac
     done
     return 1
 }

@@ -5,13 +5,14 @@
 # every SQLSTATE the C code raises under its own class (TF…). Runs on its own
 # scratch cluster. Prints "ok N - ..." lines.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 . test/lib/checks.sh
 REF=docs/reference.md
 
 export FENCING_PGPORT=${FENCING_DOCS_PGPORT:-$((${FENCING_PGPORT:-54329} + 200))}
-export FENCING_CLUSTER_DIR=$(mktemp -d /tmp/fencing-docs.XXXXXX)
+FENCING_CLUSTER_DIR=$(mktemp -d /tmp/fencing-docs.XXXXXX)
 rmdir "$FENCING_CLUSTER_DIR"
+export FENCING_CLUSTER_DIR
 trap 'test/cluster.sh stop' EXIT
 test/cluster.sh start
 eval "$(test/cluster.sh env)"
@@ -23,7 +24,7 @@ mentioned() {
     grep -qE "(^|[^A-Za-z0-9_.])$(printf '%s' "$1" | sed 's/\./\\./g')([^A-Za-z0-9_]|$)" "$REF"
 }
 cover() {  # cover KIND QUERY
-    local kind=$1 names missing= count=0
+    local kind=$1 names missing='' count=0
     names=$(psql -X -q -At -c "$2")
     for name in $names; do
         count=$((count + 1))
