@@ -8,6 +8,8 @@
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
+#   make fuzz            10^7 libFuzzer executions on the parser and decoder (FUZZ_RUNS=)
+#   make examples        the client examples (examples/) on a scratch cluster
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -48,7 +50,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 -include $(OBJS:.o=.d)
 
-.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps
+.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps examples
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -61,9 +63,12 @@ bench-pgbench: deps
 	bash test/bench/pgbench.sh
 bench-leases: deps
 	bash test/bench/leases.sh
+examples: deps
+	bash test/examples.sh
 unit:
 	$(MAKE) -C test/unit
-fuzz:
-	$(MAKE) -C test/fuzz
+# FUZZ_RUNS executions (default 10^7) of the parser/decoder fuzzer, 0 crashes or it fails.
+fuzz: deps
+	$(MAKE) -C test/fuzz long
 format:
 	clang-format -i src/*/*.cpp src/*/*.hpp test/unit/*.cpp test/fuzz/*.cpp

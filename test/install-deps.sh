@@ -9,9 +9,19 @@ PACKAGES=(
     libgtest-dev valgrind libipc-run-perl procps
     python3-psycopg
     etcd-server python3-etcd3 zookeeper python3-kazoo
-    python3-sqlalchemy python3-psycopg2
+    sqlsmith
+    # the client examples (examples/): Django, SQLAlchemy, JDBC
+    python3-django python3-psycopg2 python3-sqlalchemy
+    default-jdk-headless libpostgresql-jdbc-java
+    # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
     git dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )
+# Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
+# node with npm is already installed (another nodejs package, e.g.
+# NodeSource's, ships its own npm and conflicts with Debian's npm package).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    PACKAGES+=(nodejs npm)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -15,6 +15,7 @@
 #   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
+#   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
@@ -23,6 +24,8 @@
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
+#   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
+#              Java, Django, SQLAlchemy against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run.
@@ -135,6 +138,11 @@ echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"
 run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
+echo "== examples"
+run_tap_like examples examples/run.sh
+
+echo "== sqlsmith"
+run_tap_like sqlsmith test/sqlsmith/run.sh
 
 echo "== crash"
 run_tap_like crash test/crash/run.sh

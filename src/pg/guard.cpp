@@ -383,9 +383,16 @@ OfferedToken ResolveOffer(const GuardContext &g) {
         column_carried =
             g.has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
     } else if (g.event == RowEvent::kUpdate && g.has_new_token) {
-        column_carried =
-            bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, g.trigger->tg_updatedcols) ||
-            !g.has_old_token || g.new_token != g.old_token;
+        // The echo rule: under fencing.token, an UPDATE that writes the row's
+        // current token back into the column (an ORM writing every column it
+        // read: Django's save(), Hibernate's full-row UPDATE) offers no token
+        // of its own. The session token is checked and stored. "Current" is
+        // the locked version the guard sees, so a value read before a newer
+        // write is no echo and still conflicts.
+        bool echo = session_set && g.has_old_token && g.new_token == g.old_token;
+        column_carried = !echo && (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+                                                 g.trigger->tg_updatedcols) ||
+                                   !g.has_old_token || g.new_token != g.old_token);
     }
     if (column_carried && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -400,6 +407,11 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                  errdetail("The statement writes token " INT64_FORMAT
                            " into token column %s but fencing.token is " INT64_FORMAT ".",
                            g.new_token, ColumnForCaller(g, attnum, "(not shown)"), session_token),
+                 g.event == RowEvent::kUpdate
+                     ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
+                               "row's current token (an echo, which carries fencing.token) into "
+                               "the token column; re-read the row if it changed.")
+                     : 0,
                  HomeTable(g)));
 
     if (offered.source == TokenSource::kNone) {

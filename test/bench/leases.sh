@@ -5,10 +5,11 @@
 # pgbench's per-transaction log; and, in the same run, a local single-node etcd
 # lock acquire+release loop through python3-etcd3 for comparison.
 #
-#   bash test/bench/leases.sh      (SECONDS_PER_RUN=10; COMMIT_DELAY/COMMIT_SIBLINGS to tune)
+#   bash test/bench/leases.sh      (SECONDS_PER_RUN=5, ROUNDS=3; COMMIT_DELAY/COMMIT_SIBLINGS to tune)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-SECONDS_PER_RUN=${SECONDS_PER_RUN:-10}
+SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
+ROUNDS=${ROUNDS:-3}
 COMMIT_DELAY=${COMMIT_DELAY:-0}
 COMMIT_SIBLINGS=${COMMIT_SIBLINGS:-5}
 export FENCING_PGPORT=${FENCING_PGPORT:-54388}
@@ -32,24 +33,60 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing" >/dev/null
 # Each client cycles on a resource of its own (no contention, so every
 # acquire gets its lease): one acquire and one release, each its own
 # transaction with a durable commit.
-cat >"$WORK/cycle.sql" <<'SQL'
+cat >"$WORK/lease.sql" <<'SQL'
 SELECT fencing_acquire('res-' || :client_id, 'bench', '10 seconds') AS tok \gset
 SELECT fencing_release('res-' || :client_id, :tok);
+SQL
+# The floor: plain PostgreSQL doing the same durable work by hand, with no
+# extension involved. Two transactions per cycle; the first raises a
+# per-resource counter and writes the lease row from it, the second marks the
+# lease released if it is still the live one. A lease cycle cannot be cheaper
+# than this on the same server.
+psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
+CREATE TABLE floor_hwm (id int PRIMARY KEY, hwm bigint NOT NULL);
+CREATE TABLE floor_lease (id int PRIMARY KEY, holder text, token bigint,
+                          acquired_at timestamptz, expires_at timestamptz, released_at timestamptz);
+INSERT INTO floor_hwm SELECT g, 0 FROM generate_series(1, 64) g;
+INSERT INTO floor_lease SELECT g, NULL, 0, NULL, NULL, NULL FROM generate_series(1, 64) g;
+SQL
+cat >"$WORK/floor.sql" <<'SQL'
+WITH h AS (UPDATE floor_hwm SET hwm = hwm + 1 WHERE id = :client_id + 1 RETURNING hwm)
+UPDATE floor_lease SET holder = 'bench', token = h.hwm, acquired_at = clock_timestamp(), expires_at = clock_timestamp() + interval '10 seconds', released_at = NULL FROM h WHERE id = :client_id + 1 RETURNING token AS tok \gset
+UPDATE floor_lease SET released_at = clock_timestamp() WHERE id = :client_id + 1 AND token = :tok AND released_at IS NULL AND expires_at > clock_timestamp();
 SQL
 chmod -R a+rX "$WORK"
 percentile() {  # percentile P FILE...: latency (ms) at percentile P of pgbench logs
     cat "${@:2}" | awk '{print $3}' | sort -n |
         awk -v p="$1" '{a[NR]=$1} END {i=int(NR*p/100); if (i<1) i=1; printf "%.2f", a[i]/1000}'
 }
-echo "| clients | cycles/s | P50 ms | P99 ms |"
-echo "|---:|---:|---:|---:|"
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+run_pgbench() {  # run_pgbench SCRIPT CLIENTS LOGDIR: prints tps
+    mkdir -p "$3"
+    (cd "$3" && pgbench -n -M prepared -c "$2" -j "$2" -T "$SECONDS_PER_RUN" -l \
+        -f "$WORK/$1.sql" 2>"$WORK/pgbench.err" | sed -n 's/^tps = \([0-9.]*\) .*/\1/p') || true
+}
+# Interleaved rounds (lease, floor, floor, lease, ...) so machine noise falls
+# on both variants alike; medians of ROUNDS rounds; pgbench with prepared
+# statements (-M prepared), as a driver would run them.
+echo "| clients | lease cycles/s | P50 ms | P99 ms | floor cycles/s | lease/floor |"
+echo "|---:|---:|---:|---:|---:|---:|"
 for c in 1 4 8; do
-    rm -f "$WORK"/pgbench_log.*
-    tps=$(cd "$WORK" && pgbench -n -c "$c" -j "$c" -T "$SECONDS_PER_RUN" -l -f cycle.sql 2>"$WORK/pgbench.err" |
-        sed -n 's/^tps = \([0-9.]*\) .*/\1/p' || true)
-    [ -n "$tps" ] || { cat "$WORK/pgbench.err"; exit 1; }
-    echo "| $c | ${tps%.*} | $(percentile 50 "$WORK"/pgbench_log.*) | $(percentile 99 "$WORK"/pgbench_log.*) |"
-    echo "pg $c $tps" >>"$WORK/results"
+    rm -rf "$WORK/log-lease" "$WORK/log-floor" "$WORK/tps-lease" "$WORK/tps-floor"
+    for r in $(seq 1 "$ROUNDS"); do
+        order="lease floor"
+        [ $((r % 2)) = 0 ] && order="floor lease"
+        for v in $order; do
+            tps=$(run_pgbench "$v" "$c" "$WORK/log-$v")
+            [ -n "$tps" ] || { cat "$WORK/pgbench.err"; exit 1; }
+            echo "$tps" >>"$WORK/tps-$v"
+        done
+    done
+    lease=$(median <"$WORK/tps-lease")
+    floor=$(median <"$WORK/tps-floor")
+    echo "$c $lease" >>"$WORK/results"
+    echo "| $c | ${lease%.*} | $(percentile 50 "$WORK"/log-lease/pgbench_log.*) |" \
+        "$(percentile 99 "$WORK"/log-lease/pgbench_log.*) | ${floor%.*} |" \
+        "$(awk -v a="$lease" -v b="$floor" 'BEGIN {printf "%.2f", a / b}') |"
 done
 
 # etcd: one local node on loopback, its own data dir, fsync as shipped.
@@ -60,9 +97,10 @@ if command -v etcd >/dev/null && /usr/bin/python3 -c 'import etcd3' 2>/dev/null;
         --initial-advertise-peer-urls "http://127.0.0.1:$((PORT + 1))" \
         --initial-cluster "bench=http://127.0.0.1:$((PORT + 1))" >"$WORK/etcd.log" 2>&1 &
     ETCD_PID=$!
-    /usr/bin/python3 - "$PORT" "$SECONDS_PER_RUN" <<'PY'
+    /usr/bin/python3 - "$PORT" "$SECONDS_PER_RUN" "$WORK/results" <<'PY'
 import sys, time, threading, etcd3
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
+lease_rate = dict(line.split() for line in open(sys.argv[3]))
 for _ in range(100):
     try:
         etcd3.client(port=port).status(); break
@@ -88,7 +126,11 @@ def run(clients):
     lat.sort()
     rate = sum(counts) / (time.time() - t)
     p = lambda q: lat[max(0, int(len(lat) * q) - 1)] * 1000
-    print("| etcd %d | %d | %.2f | %.2f |" % (clients, rate, p(0.5), p(0.99)))
+    print("| %d | %d | %.2f | %.2f | %.1fx |" % (clients, rate, p(0.5), p(0.99),
+                                              float(lease_rate[str(clients)]) / rate))
+print()
+print("| clients | etcd cycles/s | P50 ms | P99 ms | lease/etcd |")
+print("|---:|---:|---:|---:|---:|")
 for c in (1, 4, 8):
     run(c)
 PY
