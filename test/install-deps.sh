@@ -13,6 +13,8 @@ PACKAGES=(
     # the client examples (examples/): Django, SQLAlchemy, JDBC
     python3-django python3-psycopg2 python3-sqlalchemy
     default-jdk-headless libpostgresql-jdbc-java
+    # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
+    git dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )
 # Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
 # node with npm is already installed (another nodejs package, e.g.

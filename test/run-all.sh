@@ -1,10 +1,18 @@
 #!/usr/bin/env bash
 # Runs every suite and ends with one line: "N passed, N failed".
 #
+#   meta       META.json against the PGXN spec; one version in control, META.json,
+#              debian/changelog and README (test/meta/check.py)
+#   deb        the Debian package: build, apt-get install, CREATE EXTENSION and a
+#              smoke test, dpkg -r (test/deb/run.sh; runs before build's make
+#              install, and puts back any make-installed files it moved aside)
 #   build      the extension with -Wall -Wextra -Werror, installed
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
+#   docs       docs/reference.md names every function, view and setting of the
+#              installed extension (test/docs/run.sh)
+#   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
@@ -60,6 +68,11 @@ count_gtest() {  # count_gtest SUITE LOGFILE EXIT
     record "$1" "$ok" "$bad"
 }
 
+echo "== meta"
+run_tap_like meta test/meta/run.sh
+echo "== deb"
+run_tap_like deb test/deb/run.sh
+
 echo "== build"
 if make -s clean >/dev/null && make -s WERROR=-Werror >"$LOGDIR/build.log" 2>&1 &&
     $SUDO make -s install >>"$LOGDIR/build.log" 2>&1; then
@@ -97,6 +110,11 @@ bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
 if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 [ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
 record installcheck "$ok" "$bad"
+
+echo "== docs"
+run_tap_like docs test/docs/run.sh
+echo "== cookbook"
+run_tap_like cookbook test/cookbook/run.sh
 
 echo "== dump"
 run_tap_like dump test/dump/run.sh
