@@ -94,12 +94,12 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
                         WHERE c.oid OPERATOR(pg_catalog.=) r.relid))
     SELECT o.kind, o.relid::pg_catalog.regclass AS table_name, o.namespace,
            info.enabled AS counters_enabled,
-           r.accepted OPERATOR(pg_catalog.+) r.unfenced OPERATOR(pg_catalog.+) r.rejected
-               OPERATOR(pg_catalog.+) r.skipped OPERATOR(pg_catalog.+) r.missing_token
+           c.accepted OPERATOR(pg_catalog.+) c.unfenced OPERATOR(pg_catalog.+) c.rejected
+               OPERATOR(pg_catalog.+) c.skipped OPERATOR(pg_catalog.+) c.missing_token
                AS writes_checked,
-           r.accepted AS writes_accepted, r.unfenced AS writes_unfenced,
-           r.rejected AS writes_rejected, r.skipped AS writes_skipped,
-           r.missing_token AS writes_missing_token,
+           c.accepted AS writes_accepted, c.unfenced AS writes_unfenced,
+           c.rejected AS writes_rejected, c.skipped AS writes_skipped,
+           c.missing_token AS writes_missing_token,
            r.rejected_at AS last_rejection_at,
            r.rejected_offered::@extschema@.fencing_token AS last_rejected_token,
            r.rejected_hwm::@extschema@.fencing_token AS last_rejection_hwm,
@@ -119,6 +119,13 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
         ON r.kind OPERATOR(pg_catalog.=) o.kind
        AND r.relid IS NOT DISTINCT FROM o.relid
        AND r.namespace IS NOT DISTINCT FROM o.namespace
+     -- Counting, an object without an entry has counted nothing yet: 0.
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN info.preloaded THEN COALESCE(r.accepted, 0) END AS accepted,
+                  CASE WHEN info.preloaded THEN COALESCE(r.unfenced, 0) END AS unfenced,
+                  CASE WHEN info.preloaded THEN COALESCE(r.rejected, 0) END AS rejected,
+                  CASE WHEN info.preloaded THEN COALESCE(r.skipped, 0) END AS skipped,
+                  CASE WHEN info.preloaded THEN COALESCE(r.missing_token, 0) END AS missing_token) c
      CROSS JOIN LATERAL (
            SELECT pg_catalog.max(x) AS hwm
              FROM (SELECT r.highest_hwm
@@ -140,13 +147,13 @@ CREATE VIEW @extschema@.fencing_lease_stats WITH (security_barrier = true) AS
     SELECT COALESCE(l.namespace, s.namespace) AS namespace,
            COALESCE(l.resource, s.resource) AS resource,
            info.enabled AS counters_enabled,
-           s.acquisitions, s.contended AS contended_attempts,
-           s.wait_total_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS wait_total_ms,
-           s.wait_max_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS wait_max_ms,
-           s.renewals, s.releases,
-           s.hold_total_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS hold_total_ms,
-           s.hold_max_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS hold_max_ms,
-           s.expiries AS expiries_detected,
+           c.acquisitions, c.contended AS contended_attempts,
+           c.wait_total_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS wait_total_ms,
+           c.wait_max_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS wait_max_ms,
+           c.renewals, c.releases,
+           c.hold_total_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS hold_total_ms,
+           c.hold_max_us OPERATOR(pg_catalog./) 1000.0::pg_catalog.float8 AS hold_max_ms,
+           c.expiries AS expiries_detected,
            COALESCE(l.token, s.last_token)::@extschema@.fencing_token AS current_token,
            l.holder,
            (l.released_at IS NULL
@@ -157,6 +164,17 @@ CREATE VIEW @extschema@.fencing_lease_stats WITH (security_barrier = true) AS
         ON s.namespace OPERATOR(pg_catalog.=) l.namespace
        AND s.resource OPERATOR(pg_catalog.=) l.resource
      CROSS JOIN info
+     -- Counting, a resource without an entry has counted nothing yet: 0.
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN info.preloaded THEN COALESCE(s.acquisitions, 0) END AS acquisitions,
+                  CASE WHEN info.preloaded THEN COALESCE(s.contended, 0) END AS contended,
+                  CASE WHEN info.preloaded THEN COALESCE(s.wait_total_us, 0) END AS wait_total_us,
+                  CASE WHEN info.preloaded THEN COALESCE(s.wait_max_us, 0) END AS wait_max_us,
+                  CASE WHEN info.preloaded THEN COALESCE(s.renewals, 0) END AS renewals,
+                  CASE WHEN info.preloaded THEN COALESCE(s.releases, 0) END AS releases,
+                  CASE WHEN info.preloaded THEN COALESCE(s.hold_total_us, 0) END AS hold_total_us,
+                  CASE WHEN info.preloaded THEN COALESCE(s.hold_max_us, 0) END AS hold_max_us,
+                  CASE WHEN info.preloaded THEN COALESCE(s.expiries, 0) END AS expiries) c
      WHERE pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
         OR pg_catalog.pg_has_role(fencing.namespace_owner(COALESCE(l.namespace, s.namespace)),
                                   'USAGE');
