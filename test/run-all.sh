@@ -6,7 +6,9 @@
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
-#   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
+#   extupdate  ALTER EXTENSION UPDATE from 1.0 and from 1.1 with state in place
+#   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
+#   tap        PostgreSQL::Test::Cluster tests, fencing preloaded: the counters (test/t/)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
@@ -100,6 +102,12 @@ run_tap_like dump test/dump/run.sh
 
 echo "== extupdate"
 run_tap_like extupdate test/extupdate/run.sh
+
+echo "== monitoring"
+run_tap_like monitoring test/monitoring/run.sh
+
+echo "== tap"
+run_tap_like tap test/t/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"
