@@ -182,8 +182,6 @@ StatsEntry *EntryFor(Kind kind, Oid relid, const char *name_space, const char *r
         entry->has_rejection = false;
     }
     LWLockRelease(shared->lock);
-    if (entry == nullptr)
-        pg_atomic_fetch_add_u64(&shared->untracked, 1);
     return entry;
 }
 
@@ -317,7 +315,8 @@ void CountWrite(const WriteStatsTarget &target, WriteOutcome outcome, Token toke
         pg_atomic_fetch_add_u64(&slot.table->counters[counter], 1);
         if (outcome == WriteOutcome::kAccepted)
             RaiseMax(&slot.table->top_plus_one, PlusOne(token));
-    }
+    } else
+        pg_atomic_fetch_add_u64(&shared->untracked, 1);
     if (slot.name_space != nullptr) {
         pg_atomic_fetch_add_u64(&slot.name_space->counters[counter], 1);
         if (outcome == WriteOutcome::kAccepted)
@@ -329,6 +328,8 @@ void CountStale(const WriteStatsTarget &target, bool skipped, const char *key, T
                 Token hwm) {
     if (Counting()) {
         const WriteSlot &slot = SlotFor(target);
+        if (slot.table == nullptr)
+            pg_atomic_fetch_add_u64(&shared->untracked, 1);
         TimestampTz now = GetCurrentTimestamp();
         StatsEntry *both[] = {slot.table, slot.name_space};
         for (StatsEntry *e : both) {
@@ -364,6 +365,8 @@ void CountAcquire(const char *name_space, const char *resource, bool acquired, b
     if (!Counting())
         return;
     StatsEntry *e = EntryFor(kLeaseEntry, InvalidOid, name_space, resource);
+    if (e == nullptr)
+        pg_atomic_fetch_add_u64(&shared->untracked, 1);
     if (e != nullptr) {
         if (acquired) {
             Add(e, kAcquisitions, 1);
@@ -389,8 +392,10 @@ void CountLeaseEvent(const char *name_space, const char *resource, LeaseEvent ev
     if (!Counting())
         return;
     StatsEntry *e = EntryFor(kLeaseEntry, InvalidOid, name_space, resource);
-    if (e == nullptr)
+    if (e == nullptr) {
+        pg_atomic_fetch_add_u64(&shared->untracked, 1);
         return;
+    }
     switch (event) {
         case LeaseEvent::kRenewed:
             Add(e, kRenewals, 1);
