@@ -415,14 +415,52 @@ void CountLeaseEvent(const char *name_space, const char *resource, LeaseEvent ev
 
 namespace {
 
-Datum Int8OrNull(uint64 v, bool *isnull) {
-    *isnull = false;
-    return Int64GetDatum(static_cast<int64>(v));
+constexpr int kMaxColumns = 15;
+
+// One row of fencing.write_stats() for a table or namespace entry.
+void WriteRow(StatsEntry *e, Datum *values, bool *nulls) {
+    values[0] = CStringGetTextDatum(e->key.kind == kTableEntry ? "table" : "namespace");
+    values[1] = ObjectIdGetDatum(e->key.relid);
+    nulls[1] = e->key.kind != kTableEntry;
+    values[2] = CStringGetTextDatum(e->name_space);
+    nulls[2] = e->key.kind != kNamespaceEntry;
+    for (int i = 0; i < kWriteCounters; ++i)
+        values[3 + i] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&e->counters[i])));
+    uint64 top = pg_atomic_read_u64(&e->top_plus_one);
+    values[8] = Int64GetDatum(static_cast<int64>(top - 1));
+    nulls[8] = top == 0;
+    SpinLockAcquire(&e->mutex);
+    bool has = e->has_rejection;
+    TimestampTz at = e->rejected_at;
+    int64 offered = e->rejected_offered, hwm = e->rejected_hwm;
+    Oid relid = e->rejected_relid;
+    char key[kKeyCapacity];
+    memcpy(key, e->rejected_key, sizeof(key));
+    SpinLockRelease(&e->mutex);
+    values[9] = TimestampTzGetDatum(at);
+    values[10] = Int64GetDatum(offered);
+    values[11] = Int64GetDatum(hwm);
+    values[12] = ObjectIdGetDatum(relid);
+    values[13] = CStringGetTextDatum(key);
+    for (int i = 9; i <= 13; ++i) nulls[i] = !has;
+    values[14] = BoolGetDatum(e->names_truncated);
 }
 
-// fencing.write_stats(): the table and namespace entries of this database,
-// raw (the view fencing_stats filters rows and keys by privilege).
-Datum WriteStats(FunctionCallInfo fcinfo) {
+// One row of fencing.lease_stats() for a lease entry.
+void LeaseRow(StatsEntry *e, Datum *values, bool *nulls) {
+    values[0] = CStringGetTextDatum(e->name_space);
+    values[1] = CStringGetTextDatum(e->resource);
+    for (int i = 0; i < kLeaseCounters; ++i)
+        values[2 + i] = Int64GetDatum(static_cast<int64>(pg_atomic_read_u64(&e->counters[i])));
+    uint64 top = pg_atomic_read_u64(&e->top_plus_one);
+    values[11] = Int64GetDatum(static_cast<int64>(top - 1));
+    nulls[11] = top == 0;
+    values[12] = BoolGetDatum(e->names_truncated);
+}
+
+// The entries of this database, raw (the views filter rows and keys by
+// privilege): leases, or tables and namespaces.
+Datum ScanEntries(FunctionCallInfo fcinfo, bool leases) {
     InitMaterializedSRF(fcinfo, 0);
     auto *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     if (shared == nullptr)
@@ -432,64 +470,14 @@ Datum WriteStats(FunctionCallInfo fcinfo) {
     hash_seq_init(&seq, entries);
     StatsEntry *e;
     while ((e = static_cast<StatsEntry *>(hash_seq_search(&seq))) != nullptr) {
-        if (e->key.dbid != MyDatabaseId || e->key.kind == kLeaseEntry)
+        if (e->key.dbid != MyDatabaseId || (e->key.kind == kLeaseEntry) != leases)
             continue;
-        Datum values[15];
-        bool nulls[15] = {};
-        values[0] = CStringGetTextDatum(e->key.kind == kTableEntry ? "table" : "namespace");
-        values[1] = ObjectIdGetDatum(e->key.relid);
-        nulls[1] = e->key.kind != kTableEntry;
-        values[2] = CStringGetTextDatum(e->name_space);
-        nulls[2] = e->key.kind != kNamespaceEntry;
-        for (int i = 0; i < kWriteCounters; ++i)
-            values[3 + i] = Int8OrNull(pg_atomic_read_u64(&e->counters[i]), &nulls[3 + i]);
-        uint64 top = pg_atomic_read_u64(&e->top_plus_one);
-        values[8] = Int64GetDatum(static_cast<int64>(top - 1));
-        nulls[8] = top == 0;
-        SpinLockAcquire(&e->mutex);
-        bool has = e->has_rejection;
-        TimestampTz at = e->rejected_at;
-        int64 offered = e->rejected_offered, hwm = e->rejected_hwm;
-        Oid relid = e->rejected_relid;
-        char key[kKeyCapacity];
-        memcpy(key, e->rejected_key, sizeof(key));
-        SpinLockRelease(&e->mutex);
-        values[9] = TimestampTzGetDatum(at);
-        values[10] = Int64GetDatum(offered);
-        values[11] = Int64GetDatum(hwm);
-        values[12] = ObjectIdGetDatum(relid);
-        values[13] = CStringGetTextDatum(key);
-        for (int i = 9; i <= 13; ++i) nulls[i] = !has;
-        values[14] = BoolGetDatum(e->names_truncated);
-        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-    }
-    LWLockRelease(shared->lock);
-    return static_cast<Datum>(0);
-}
-
-// fencing.lease_stats(): the lease entries of this database, raw.
-Datum LeaseStats(FunctionCallInfo fcinfo) {
-    InitMaterializedSRF(fcinfo, 0);
-    auto *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
-    if (shared == nullptr)
-        return static_cast<Datum>(0);
-    LWLockAcquire(shared->lock, LW_SHARED);
-    HASH_SEQ_STATUS seq;
-    hash_seq_init(&seq, entries);
-    StatsEntry *e;
-    while ((e = static_cast<StatsEntry *>(hash_seq_search(&seq))) != nullptr) {
-        if (e->key.dbid != MyDatabaseId || e->key.kind != kLeaseEntry)
-            continue;
-        Datum values[13];
-        bool nulls[13] = {};
-        values[0] = CStringGetTextDatum(e->name_space);
-        values[1] = CStringGetTextDatum(e->resource);
-        for (int i = 0; i < kLeaseCounters; ++i)
-            values[2 + i] = Int8OrNull(pg_atomic_read_u64(&e->counters[i]), &nulls[2 + i]);
-        uint64 top = pg_atomic_read_u64(&e->top_plus_one);
-        values[11] = Int64GetDatum(static_cast<int64>(top - 1));
-        nulls[11] = top == 0;
-        values[12] = BoolGetDatum(e->names_truncated);
+        Datum values[kMaxColumns];
+        bool nulls[kMaxColumns] = {};
+        if (leases)
+            LeaseRow(e, values, nulls);
+        else
+            WriteRow(e, values, nulls);
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     LWLockRelease(shared->lock);
@@ -545,10 +533,10 @@ Datum StatsReset(FunctionCallInfo) {
 }  // namespace fencing::pg
 
 FENCING_FUNCTION(fencing_write_stats) {
-    return fencing::pg::WriteStats(fcinfo);
+    return fencing::pg::ScanEntries(fcinfo, false);
 }
 FENCING_FUNCTION(fencing_lease_stats) {
-    return fencing::pg::LeaseStats(fcinfo);
+    return fencing::pg::ScanEntries(fcinfo, true);
 }
 FENCING_FUNCTION(fencing_stats_info) {
     return fencing::pg::StatsInfo(fcinfo);
