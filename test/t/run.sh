@@ -23,18 +23,23 @@ chmod 755 "$WORK"
 trap 'rm -rf "$WORK"' EXIT
 as_server_user() {
     if [ "$(id -u)" = 0 ]; then
-        chown postgres: "$WORK"
+        chown -R postgres: "$WORK"
         runuser -u postgres -- "$@"
     else
         "$@"
     fi
 }
-# prove runs from the temporary directory (tmp_check lands there); the tests
-# find the repository through FENCING_ROOT.
+# The server user may not be able to read the checkout (say, under /root):
+# the tests and the files they read are copied into the temporary directory,
+# and the tests find them through FENCING_ROOT. prove runs from there too
+# (tmp_check lands there).
+mkdir -p "$WORK/repo/test"
+cp -r "$ROOT/monitoring" "$WORK/repo/"
+cp -r "$ROOT/test/t" "$ROOT/test/monitoring" "$WORK/repo/test/"
 cd "$WORK"
 as_server_user env PATH="$BINDIR:$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$WORK" \
-    FENCING_ROOT="$ROOT" ${FENCING_TAP_PORT:+FENCING_TAP_PORT=$FENCING_TAP_PORT} \
-    prove -v -I "$PERL_LIB" "$ROOT"/test/t/*.pl
+    FENCING_ROOT="$WORK/repo" ${FENCING_TAP_PORT:+FENCING_TAP_PORT=$FENCING_TAP_PORT} \
+    prove -v -I "$PERL_LIB" "$WORK"/repo/test/t/*.pl
 rc=$?
 if [ $rc -ne 0 ]; then
     for f in "$WORK"/tmp_check/log/*; do
