@@ -416,9 +416,8 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                  HomeTable(g)));
 
     if (offered.source == TokenSource::kNone) {
-        if (g.policy.require_token)
+        if (g.policy.require_token) {
             CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
-        if (g.policy.require_token)
             ereport(ERROR,
                     (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
                      errmsg("table %s requires a fencing token", HomeName(g)),
@@ -426,6 +425,7 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                                "token column %s.",
                                ColumnForCaller(g, attnum, "(not shown)")),
                      errhint("SET LOCAL fencing.token, or use fenced_update()."), HomeTable(g)));
+        }
         if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
             ereport(ERROR,
                     (errcode(ERRCODE_NOT_NULL_VIOLATION),

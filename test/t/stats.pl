@@ -112,6 +112,24 @@ is(sql(q{SET fencing.track_stats = off;
        SELECT writes_accepted FROM fencing_stats WHERE table_name = 'inventory'::regclass}),
     '4', 'fencing.track_stats = off: not counted');
 
+# Missing tokens (TF002) and resource scope: a write counts in the table's
+# row and in its namespace's.
+sql(q{CREATE TABLE needs (id int PRIMARY KEY, fence fencing_token);
+      SELECT fencing_protect('needs', require_token => true);
+      CREATE TABLE shards (id int PRIMARY KEY, shard text, fence fencing_token);
+      SELECT fencing_protect('shards', scope => 'resource', resource_column => 'shard');
+      INSERT INTO shards VALUES (1, 'x', 50);});
+$node->psql('postgres', q{INSERT INTO needs VALUES (1, NULL);
+UPDATE shards SET fence = 40 WHERE id = 1;}, on_error_stop => 0);
+is(sql(q{SELECT writes_missing_token || ' ' || writes_checked FROM fencing_stats
+          WHERE table_name = 'needs'::regclass}), '1 1', 'a write refused for a missing token is counted');
+is( sql(q{SELECT string_agg(kind || ':' || writes_accepted || ':' || writes_rejected || ':' ||
+                            last_rejected_token || ':' || last_rejection_hwm || ':' || last_rejected_key, ' '
+                            ORDER BY kind)
+          FROM fencing_stats WHERE table_name = 'shards'::regclass OR namespace = 'default'}),
+    "namespace:1:1:40:50:resource 'x' (namespace 'default') table:1:1:40:50:resource 'x' (namespace 'default')",
+    'resource scope: counted for the table and for its namespace');
+
 # Concurrent sessions: 4 clients x 25 transactions, each with one accepted
 # write, one refused inside a subtransaction (rolled back) and one skipped.
 sql(q{INSERT INTO inventory SELECT 'c' || g, 0, 1000 FROM generate_series(0, 3) g;
