@@ -77,7 +77,7 @@ done
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
 declare -A V_TABLE V_PREPARE V_EXEC V_TITLE V_SETTINGS
-ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resrise fupdate handcond plpgrow plpgres)
+ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise fupdate handcond plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
@@ -130,6 +130,14 @@ V_TABLE[resource]=res_t
 V_PREPARE[resource]='PREPARE p(int, fencing_token) AS UPDATE res_t SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[resource]="EXECUTE p({ID}, '$TOKEN')"
 
+# The same with the counters on: a resource-scope write counts for its table
+# and for its namespace.
+V_TITLE[resstats]="4s resource-fenced, counters on (preloaded)"
+V_TABLE[resstats]=res_t
+V_PREPARE[resstats]=${V_PREPARE[resource]}
+V_EXEC[resstats]=${V_EXEC[resource]}
+V_SETTINGS[resstats]="-c shared_preload_libraries=fencing"
+
 # Every write raises its resource's HWM (a rising token per write).
 V_TITLE[resrise]="4b resource-fenced UPDATE, token rising every write"
 V_TABLE[resrise]=res_rise
@@ -156,7 +164,7 @@ V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resrise]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [fupdate]=1 [handcond]=1
                          [plpgrow]=1 [plpgres]=1)
 
 read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
@@ -417,7 +425,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -437,6 +445,7 @@ target() {  # target NAME A B LIMIT
 target "row-fenced / same statement unprotected" row tokunprot 1.05
 target "row-fenced, counters on / not preloaded" rowstats row 1.01
 target "row-fenced, counters on / off (track_stats)" rowstats rownostats 1.01
+target "resource-fenced, counters on / not preloaded" resstats resource 1.01
 target "resource-fenced / plain" resource plain 1.40
 target "resource-fenced, raising / plain" resrise plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
