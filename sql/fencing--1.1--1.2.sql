@@ -208,3 +208,6 @@ CREATE FUNCTION @extschema@.fencing_stats_reset() RETURNS pg_catalog.void
 REVOKE ALL ON FUNCTION @extschema@.fencing_stats_reset() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.fencing_stats_reset() IS
     'zeroes the fencing counters of every database (superuser, or EXECUTE granted)';
+
+-- As every update script: guards re-installed the way this version does.
+SELECT pg_catalog.count(*) FROM @extschema@.fencing_verify_guards(true);
