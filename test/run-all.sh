@@ -14,7 +14,9 @@
 #              installed extension (test/docs/run.sh)
 #   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
-#   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
+#   extupdate  ALTER EXTENSION UPDATE from 1.0 and from 1.1 with state in place
+#   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
+#   tap        PostgreSQL::Test::Cluster tests, fencing preloaded: the counters (test/t/)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
@@ -121,6 +123,12 @@ run_tap_like dump test/dump/run.sh
 
 echo "== extupdate"
 run_tap_like extupdate test/extupdate/run.sh
+
+echo "== monitoring"
+run_tap_like monitoring test/monitoring/run.sh
+
+echo "== tap"
+run_tap_like tap test/t/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"

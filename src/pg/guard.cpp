@@ -18,6 +18,7 @@
 #include "pg/relation_args.hpp"
 #include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
+#include "pg/stats.hpp"
 #include "pg/tombstones.hpp"
 #include "pg/token_type.hpp"
 
@@ -103,14 +104,25 @@ const char *Capitalized(const char *text) {
     return copy;
 }
 
+// What the counters (pg/stats.hpp) file this firing under.
+WriteStatsTarget StatsTarget(const GuardContext &g) {
+    return {g.trigger->tg_trigger->tgoid, g.policy.home_relid,
+            g.policy.scope == Scope::kResource ? g.name_space : nullptr};
+}
+
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
+// Either way the write is counted and logged first, so a rejection that rolls
+// its transaction back is still counted.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
            bool may_skip = true) {
     // A foreign key's cascade is never skipped: skipping it would leave the
     // constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
     if (may_skip && !InNoForceRLSOperation() &&
-        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid)))
+        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))) {
+        CountStale(StatsTarget(g), true, where, offered, hwm);
         return;
+    }
+    CountStale(StatsTarget(g), false, where, offered, hwm);
     // As for a unique violation: the table in the message, the key in DETAIL.
     ereport(ERROR,
             (errcode(ERRCODE_FENCING_STALE_TOKEN),
@@ -288,6 +300,7 @@ void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token toke
 // Bringing back a deleted key needs a token: a row without one would carry no
 // HWM and let any later token in.
 [[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone) {
+    CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
     ereport(ERROR,
             (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
              errmsg("writing a deleted key of table %s requires a fencing token", HomeName(g)),
@@ -415,7 +428,8 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                  HomeTable(g)));
 
     if (offered.source == TokenSource::kNone) {
-        if (g.policy.require_token)
+        if (g.policy.require_token) {
+            CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
             ereport(ERROR,
                     (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
                      errmsg("table %s requires a fencing token", HomeName(g)),
@@ -423,6 +437,7 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                                "token column %s.",
                                ColumnForCaller(g, attnum, "(not shown)")),
                      errhint("SET LOCAL fencing.token, or use fenced_update()."), HomeTable(g)));
+        }
         if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
             ereport(ERROR,
                     (errcode(ERRCODE_NOT_NULL_VIOLATION),
@@ -552,7 +567,11 @@ Datum Guard(FunctionCallInfo fcinfo) {
     OfferedToken offered = ResolveOffer(g);
     bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
     if (!admitted)
-        return PointerGetDatum(nullptr);  // skipped
+        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
+    CountWrite(
+        StatsTarget(g),
+        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
+        offered.value);
     if (g.event == RowEvent::kDelete)
         return PointerGetDatum(g.old_row);
     if (offered.source == TokenSource::kSession &&
@@ -574,9 +593,14 @@ void RecheckWrittenRow(const GuardContext &g) {
     if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone))
         return;
     Token token;
-    if (!TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token))
+    bool has_token = TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token);
+    bool admitted = has_token && RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone);
+    // The guard counted this write as admitted; it is refused after all.
+    if (!admitted)
+        UncountWrite(StatsTarget(g), has_token ? WriteOutcome::kAccepted : WriteOutcome::kUnfenced);
+    if (!has_token)
         RequireTokenForDeletedKey(g, tombstone);
-    if (!RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone))
+    if (!admitted)
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
 }
 

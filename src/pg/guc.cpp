@@ -77,7 +77,6 @@ void DefineSettings() {
         "fencing.auto_protect", "Protect every table that declares a fencing_token column.",
         nullptr, &auto_protect_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     defining = false;
-    MarkGUCPrefixReserved("fencing");
 }
 
 bool SessionToken(Oid home_relid, Token *out) {

@@ -6,6 +6,7 @@
 #include "pg/hwm_store.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
+#include "pg/stats.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -178,7 +179,19 @@ InternalStatement lease_release = {
     "UPDATE fencing.lease SET released_at = pg_catalog.clock_timestamp()"
     " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
     "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
-    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    " RETURNING acquired_at",
+    3,
+    {TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+// After a refused renew or release (counters only): whether the token's
+// lease ran out under its holder, i.e. a later token was issued, or the
+// token's own lease expired without being released.
+InternalStatement lease_lost = {
+    "SELECT 1 FROM fencing.lease"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND (token OPERATOR(pg_catalog.>) $3"
+    "        OR (token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL))",
     3,
     {TEXTOID, TEXTOID, INT8OID},
     nullptr};
@@ -311,6 +324,8 @@ Datum Acquire(FunctionCallInfo fcinfo) {
     // server's wall clock (clock_timestamp()), as stored.
     instr_time started;
     INSTR_TIME_SET_CURRENT(started);
+    // Contended: another lease was live at least once (NULL returned, or waited).
+    bool contended = false;
     LOCKTAG tag;
     if (waits) {
         LeaseLockTag(&tag, name_space, resource);
@@ -328,19 +343,25 @@ Datum Acquire(FunctionCallInfo fcinfo) {
                                 errhint("Retry the transaction.")));
             continue;
         }
-        if (r.outcome == Attempt::kAcquired) {
-            if (waits)
-                LockRelease(&tag, ShareLock, false);
-            PG_RETURN_INT64(r.token);
-        }
-        if (!waits)
-            PG_RETURN_NULL();
         instr_time now;
         INSTR_TIME_SET_CURRENT(now);
         INSTR_TIME_SUBTRACT(now, started);
-        int64 left_us = wait_us - static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+        int64 waited_us = static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+        if (r.outcome == Attempt::kAcquired) {
+            if (waits)
+                LockRelease(&tag, ShareLock, false);
+            CountAcquire(name_space, resource, true, contended, waited_us, r.token);
+            PG_RETURN_INT64(r.token);
+        }
+        contended = true;
+        if (!waits) {
+            CountAcquire(name_space, resource, false, true, waited_us, 0);
+            PG_RETURN_NULL();
+        }
+        int64 left_us = wait_us - waited_us;
         if (left_us <= 0) {
             LockRelease(&tag, ShareLock, false);
+            CountAcquire(name_space, resource, false, true, waited_us, 0);
             PG_RETURN_NULL();
         }
         int64 until_expiry_us = r.expires_at - GetCurrentTimestamp();
@@ -367,9 +388,25 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
                       Int64GetDatum(token), PointerGetDatum(ttl)};
     uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
+    int64 held_us = 0;
+    if (changed > 0 && !renew) {
+        bool isnull;
+        TimestampTz acquired_at = DatumGetTimestampTz(
+            SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+        held_us = GetCurrentTimestamp() - acquired_at;
+    }
+    // A refused renew or release from a holder that lost its lease without
+    // knowing: only looked up when counting.
+    bool lost =
+        changed == 0 && StatsEnabled() && RunInternalStatement(&lease_lost, values, nullptr) > 0;
     EndInternal(&session);
-    if (changed > 0)
+    if (changed > 0) {
         WakeWaitersAtCommit(name_space, resource);
+        CountLeaseEvent(name_space, resource, renew ? LeaseEvent::kRenewed : LeaseEvent::kReleased,
+                        held_us);
+    } else if (lost) {
+        CountLeaseEvent(name_space, resource, LeaseEvent::kExpiryDetected, 0);
+    }
     PG_RETURN_BOOL(changed > 0);
 }
 

@@ -2,6 +2,11 @@
 #include "pg/durability.hpp"
 #include "pg/guc.hpp"
 #include "pg/pg.hpp"
+#include "pg/stats.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -10,5 +15,7 @@ void _PG_init(void);
 
 void _PG_init(void) {
     fencing::pg::DefineSettings();
+    fencing::pg::DefineStatsSettings();
+    MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
 }

@@ -76,8 +76,8 @@ done
 # Variants: name | prepared statement | EXECUTE template ({ID}, {CYCLE})
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
-declare -A V_TABLE V_PREPARE V_EXEC V_TITLE
-ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row resource resrise fupdate handcond plpgrow plpgres)
+declare -A V_TABLE V_PREPARE V_EXEC V_TITLE V_SETTINGS
+ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise fupdate handcond plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
@@ -112,10 +112,31 @@ V_TABLE[row]=fenced
 V_PREPARE[row]='PREPARE p(int, fencing_token) AS UPDATE fenced SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[row]="EXECUTE p({ID}, '$TOKEN')"
 
+# The same write with the counters (pg/stats.hpp): the library preloaded,
+# fencing.track_stats on (the default) and off.
+V_TITLE[rowstats]="3s row-fenced, counters on (preloaded)"
+V_TABLE[rowstats]=fenced
+V_PREPARE[rowstats]=${V_PREPARE[row]}
+V_EXEC[rowstats]=${V_EXEC[row]}
+V_SETTINGS[rowstats]="-c shared_preload_libraries=fencing"
+V_TITLE[rownostats]="3o row-fenced, preloaded, fencing.track_stats = off"
+V_TABLE[rownostats]=fenced
+V_PREPARE[rownostats]=${V_PREPARE[row]}
+V_EXEC[rownostats]=${V_EXEC[row]}
+V_SETTINGS[rownostats]="-c shared_preload_libraries=fencing -c fencing.track_stats=off"
+
 V_TITLE[resource]="4 resource-fenced UPDATE (fencing guard, resource scope)"
 V_TABLE[resource]=res_t
 V_PREPARE[resource]='PREPARE p(int, fencing_token) AS UPDATE res_t SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[resource]="EXECUTE p({ID}, '$TOKEN')"
+
+# The same with the counters on: a resource-scope write counts for its table
+# and for its namespace.
+V_TITLE[resstats]="4s resource-fenced, counters on (preloaded)"
+V_TABLE[resstats]=res_t
+V_PREPARE[resstats]=${V_PREPARE[resource]}
+V_EXEC[resstats]=${V_EXEC[resource]}
+V_SETTINGS[resstats]="-c shared_preload_libraries=fencing"
 
 # Every write raises its resource's HWM (a rising token per write).
 V_TITLE[resrise]="4b resource-fenced UPDATE, token rising every write"
@@ -143,7 +164,7 @@ V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [resource]=1 [resrise]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [fupdate]=1 [handcond]=1
                          [plpgrow]=1 [plpgres]=1)
 
 read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
@@ -299,8 +320,10 @@ run_one() {
         echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE $tokcheck) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
     } >"$dir/script.sql"
     local rc=0
+    local extra
+    read -r -a extra <<<"${V_SETTINGS[$v]:-}"
     as_server_user valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
-        "$PGBIN/postgres" --single -D "$dir/data" "${SETTINGS[@]}" "$DB" \
+        "$PGBIN/postgres" --single -D "$dir/data" "${SETTINGS[@]}" "${extra[@]}" "$DB" \
         <"$dir/script.sql" >"$dir/stdout" 2>"$dir/stderr" || rc=$?
     as_server_user rm -rf "$dir/data"
     local err=""
@@ -402,7 +425,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | resource | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -420,6 +443,9 @@ target() {  # target NAME A B LIMIT
 # "Plain" for the row target is the identical statement on the same table
 # shape, unprotected: only then does the guard account for the difference.
 target "row-fenced / same statement unprotected" row tokunprot 1.05
+target "row-fenced, counters on / not preloaded" rowstats row 1.01
+target "row-fenced, counters on / off (track_stats)" rowstats rownostats 1.01
+target "resource-fenced, counters on / not preloaded" resstats resource 1.01
 target "resource-fenced / plain" resource plain 1.40
 target "resource-fenced, raising / plain" resrise plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30

@@ -98,4 +98,46 @@ check "stale re-INSERT after TRUNCATE refused" "TF001" \
     "$(sqlstate "BEGIN; TRUNCATE inventory; INSERT INTO inventory VALUES ('a', 1, 9); COMMIT")"
 check "fresh tokens admitted" "1|1" \
     "$(q "SELECT fenced_update('inventory', 31, '{\"item\": \"a\"}', '{\"stock\": 2}')")|$(q "SELECT fenced_update('ledger', 61, '{\"id\": 1}', '{}')")"
+
+# 1.1 -> 1.2 (statistics) with 1.1's state in place: leases, resource and
+# table HWMs, policies; the new views answer over it.
+psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS ${DB}_11" -c "CREATE DATABASE ${DB}_11" >/dev/null
+trap 'psql -X -q -d postgres -c "DROP DATABASE IF EXISTS $DB" >/dev/null 2>&1;
+      psql -X -q -d postgres -c "DROP DATABASE IF EXISTS ${DB}_11" >/dev/null 2>&1;
+      psql -X -q -d postgres -c "DROP ROLE IF EXISTS extupdate_team" >/dev/null 2>&1' EXIT
+export PGDATABASE=${DB}_11
+psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL'
+CREATE EXTENSION fencing VERSION '1.1';
+CREATE TABLE inventory (item text PRIMARY KEY, stock int, fence fencing_token);
+INSERT INTO inventory VALUES ('a', 1, 10);
+CREATE TABLE orders (id int PRIMARY KEY, shard text, fence fencing_token);
+SELECT fencing_protect('orders', scope => 'resource', resource_column => 'shard');
+INSERT INTO orders VALUES (1, 's', 50);
+CREATE TABLE ledger (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('ledger', scope => 'table');
+INSERT INTO ledger VALUES (1, 60);
+SELECT fencing_acquire('s', 'holder-a', '1 hour');
+SQL
+state_11="SELECT (SELECT string_agg(table_name || ':' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected)
+                 || '|' || fencing_high_water('inventory', '{\"item\": \"a\"}') || ' ' || fencing_resource_high_water('s')
+                 || ' ' || fencing_high_water('ledger')
+                 || '|' || (SELECT string_agg(resource || ':' || holder || ':' || token || ':' || live, ' ') FROM fencing_leases)"
+before=$(q "$state_11")
+check "1.1 installed with state (policies, HWMs, a live lease)" "1.1|inventory:row ledger:table orders:resource|10 51 60|s:holder-a:51:true" \
+    "$(q "SELECT extversion FROM pg_extension WHERE extname = 'fencing'")|$before"
+out=$(psql -X -q -c "ALTER EXTENSION fencing UPDATE TO '1.2'" 2>&1)
+check "ALTER EXTENSION fencing UPDATE TO '1.2' succeeds" "" "$(echo "$out" | grep -E 'ERROR' | head -1)"
+check "1.1 -> 1.2: state intact" "$before" "$(q "$state_11")"
+check "1.1 -> 1.2: fencing_stats lists the protected tables and the namespace" \
+    "namespace:default table:inventory table:ledger table:orders" \
+    "$(q "SELECT string_agg(kind || ':' || coalesce(table_name::text, namespace), ' ' ORDER BY kind, table_name::text) FROM fencing_stats")"
+check "1.1 -> 1.2: fencing_lease_stats shows the lease's current token" "s:51:true" \
+    "$(q "SELECT string_agg(resource || ':' || current_token || ':' || live, ' ') FROM fencing_lease_stats")"
+check "1.1 -> 1.2: stale writes still refused" "TF001|TF001" \
+    "$(sqlstate "UPDATE inventory SET fence = 9 WHERE item = 'a'")|$(sqlstate "INSERT INTO orders VALUES (2, 's', 49)")"
+check "1.1 -> 1.2: fencing_stats_reset() not granted to PUBLIC" "f" \
+    "$(q "SELECT has_function_privilege('public', 'fencing_stats_reset()', 'EXECUTE')")"
+check "1.1 -> 1.2 and 1.0 -> 1.2 give the same objects" \
+    "$(psql -X -At -d "$DB" -c "SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1) FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'")" \
+    "$(q "SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1) FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'")"
 finish
