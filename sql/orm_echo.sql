@@ -175,3 +175,66 @@ SELECT fence FROM eo WHERE item = 'SKU-001';
 COMMIT;
 
 DROP TABLE eo, es, er, et;
+
+-- A BEFORE trigger (sorting before the guard) that changes the primary key or
+-- the resource column: the SET list no longer says what changed. A row moved
+-- by a trigger onto a key deleted at 50 by a writer holding 20 must not land,
+-- and a row moved out of a resource is a write to that resource too.
+CREATE TABLE tk (id text PRIMARY KEY, body text, fence fencing_token);
+INSERT INTO tk VALUES ('a', 'deleted', 50);
+DELETE FROM tk WHERE id = 'a';
+INSERT INTO tk VALUES ('A', 'legacy', 10);
+CREATE FUNCTION tk_lower() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN NEW.id := lower(NEW.id); RETURN NEW; END $$;
+CREATE TRIGGER a_lower BEFORE UPDATE ON tk FOR EACH ROW EXECUTE FUNCTION tk_lower();
+-- The SET list names no key column: refused (0A000), the move could not be
+-- rechecked after its index insertion.
+BEGIN;
+SET LOCAL fencing.token = 20;
+UPDATE tk SET body = 'stale', fence = fence WHERE id = 'A';
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+-- Naming the key makes it a fenced move: stale against the tombstone.
+BEGIN;
+SET LOCAL fencing.token = 20;
+UPDATE tk SET id = id, body = 'stale', fence = fence WHERE id = 'A';
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SET LOCAL fencing.token = 60;
+UPDATE tk SET id = id, body = 'moved', fence = fence WHERE id = 'A';
+COMMIT;
+SELECT * FROM tk;
+SELECT fencing_high_water('tk', '{"id": "A"}') AS tombstone_of_A;
+-- A trigger that changes no key column changes nothing.
+BEGIN;
+SET LOCAL fencing.token = 60;
+UPDATE tk SET body = 'echo', fence = fence WHERE id = 'a';
+COMMIT;
+SELECT * FROM tk;
+
+CREATE TABLE tr (id int PRIMARY KEY, shard text, val text, fence fencing_token);
+SELECT fencing_protect('tr', scope => 'resource', resource_column => 'shard',
+                       resource_namespace => 'orm-echo-move');
+INSERT INTO tr VALUES (1, 'S1', 'x', 1);
+SELECT fencing_resource_advance('S1', 100, 'orm-echo-move'),
+       fencing_resource_advance('s1', 5, 'orm-echo-move');
+CREATE FUNCTION tr_lower() RETURNS trigger LANGUAGE plpgsql
+    AS $$ BEGIN NEW.shard := lower(NEW.shard); RETURN NEW; END $$;
+CREATE TRIGGER a_lower BEFORE UPDATE ON tr FOR EACH ROW EXECUTE FUNCTION tr_lower();
+-- Token 6 is above s1's HWM but below S1's, which the row leaves: TF001.
+BEGIN;
+SET LOCAL fencing.token = 6;
+UPDATE tr SET val = 'stale', fence = fence WHERE id = 1;
+ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN;
+SET LOCAL fencing.token = 100;
+UPDATE tr SET val = 'moved', fence = fence WHERE id = 1;
+COMMIT;
+SELECT * FROM tr;
+SELECT fencing_resource_high_water('s1', 'orm-echo-move') AS s1_hwm;
+DROP TABLE tk, tr;
+DROP FUNCTION tk_lower(), tr_lower();
+DELETE FROM fencing.resource_hwm WHERE namespace = 'orm-echo-move';
+DELETE FROM fencing.resource_namespace WHERE name = 'orm-echo-move';

@@ -26,6 +26,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/sysattr.h"
+#include "catalog/pg_trigger.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -327,13 +328,42 @@ bool KeyColumnsDiffer(Relation rel, const Bitmapset *pk, HeapTuple old_row, Heap
     return false;
 }
 
+// Whether a BEFORE UPDATE row trigger other than the guard may have changed
+// the new row: the SET list then no longer says which columns changed (no
+// trigger may sort after the guard, so any other one ran before it).
+bool OtherBeforeUpdateTriggers(const GuardContext &g) {
+    const TriggerDesc *desc = g.rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
+        const Trigger *t = &desc->triggers[i];
+        if (t->tgoid != g.trigger->tg_trigger->tgoid &&
+            TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_BEFORE,
+                                 TRIGGER_TYPE_UPDATE))
+            return true;
+    }
+    return false;
+}
+
 // Whether an UPDATE writes a different primary key. Only rows whose SET list
-// names a key column pay for the comparison.
+// names a key column (or whose table has other BEFORE UPDATE triggers) pay for
+// the comparison. A key changed by a trigger while the SET list names no key
+// column is refused: the move recheck (AFTER UPDATE OF the key columns) would
+// not fire for it.
 bool ChangesPrimaryKey(const GuardContext &g) {
     const Bitmapset *pk = PrimaryKeyColumns(g.rel);
-    if (pk == nullptr || !bms_overlap(pk, g.trigger->tg_updatedcols))
+    if (pk == nullptr)
         return false;
-    return KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row);
+    bool named = bms_overlap(pk, g.trigger->tg_updatedcols);
+    if ((!named && !OtherBeforeUpdateTriggers(g)) ||
+        !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
+        return false;
+    if (!named)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("a trigger changed the primary key of a row of table %s", HomeName(g)),
+                 errdetail("The UPDATE names no primary key column, so the key change cannot "
+                           "be fenced."),
+                 errhint("Name the primary key columns in the UPDATE's SET list."), HomeTable(g)));
+    return true;
 }
 
 // How a trigger function may be fired: row level, the given timing, one of
@@ -513,9 +543,11 @@ bool CheckShared(const GuardContext &g, const OfferedToken &offered) {
         return SharedHwmAdmits(g, offered.value, nullptr);
     const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
     // A row moved to another resource is a write to both.
+    // A BEFORE trigger may move it without the SET list naming the column.
     if (g.event == RowEvent::kUpdate &&
-        bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
-                      g.trigger->tg_updatedcols)) {
+        (bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
+                       g.trigger->tg_updatedcols) ||
+         OtherBeforeUpdateTriggers(g))) {
         const char *old_resource = ResourceOf(g, g.old_row);
         if (strcmp(old_resource, resource) != 0 && !SharedHwmAdmits(g, offered.value, old_resource))
             return false;
