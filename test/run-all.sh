@@ -6,7 +6,6 @@
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
-#   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
@@ -16,6 +15,9 @@
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
+#   tap        PostgreSQL::Test::Cluster suites (test/t/run.sh, prove -v): kill -9
+#              loop, synchronous and asynchronous failover, pg_dump/pg_restore,
+#              pg_upgrade, ALTER EXTENSION UPDATE along every update script
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
 #              Java, Django, SQLAlchemy against the same scratch cluster
 #
@@ -101,9 +103,6 @@ record installcheck "$ok" "$bad"
 echo "== dump"
 run_tap_like dump test/dump/run.sh
 
-echo "== extupdate"
-run_tap_like extupdate test/extupdate/run.sh
-
 if [ -d test/integration ]; then
     echo "== integration"
     make -s -C test/integration check >"$LOGDIR/integration.log" 2>&1
@@ -132,6 +131,17 @@ echo "== failover"
 run_tap_like failover test/failover/run.sh
 echo "== upgrade"
 run_tap_like upgrade test/upgrade/run.sh
+
+echo "== tap"
+# Every "ok N" / "not ok N" line of prove -v counts once; a test file that dies
+# before its plan counts as one failure more.
+timeout 1500 bash test/t/run.sh >"$LOGDIR/tap.log" 2>&1
+rc=$?
+ok=$(grep -cE '^ok [0-9]+' "$LOGDIR/tap.log")
+bad=$(grep -cE '^not ok [0-9]+' "$LOGDIR/tap.log")
+if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+[ "$bad" -gt 0 ] && cat "$LOGDIR/tap.log"
+record tap "$ok" "$bad"
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Runs the TAP suites (test/t/*.pl, PostgreSQL::Test::Cluster) with prove.
+#
+#   test/t/run.sh                      every test/t/*.pl, verbose ("ok N - ..." lines)
+#   test/t/run.sh test/t/010_crash.pl  one of them
+#   test/t/run.sh -I DIR ... FILES     prove options and files as given (this is
+#                                      how `make installcheck` calls it, as PROVE)
+#
+# The framework needs initdb/postgres/pg_ctl of the pg_config on PATH first on
+# PATH, PG_REGRESS (Cluster.pm's init runs `pg_regress --config-auth`), and a
+# TESTDIR whose tmp_check/ holds logs and data directories (default
+# build/tap). PostgreSQL refuses to run as root, so under root (CI) prove runs
+# as the "postgres" user, with TESTDIR/tmp_check handed to it.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+PGXS_DIR=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+PERL_LIB=$PGXS_DIR/src/test/perl
+export PATH="$BINDIR:$PATH"
+export PG_REGRESS=${PG_REGRESS:-$PGXS_DIR/src/test/regress/pg_regress}
+export TESTDIR=${TESTDIR:-$ROOT/build/tap}
+# The test files find their helper module (FencingTest.pm) and the repository.
+export FENCING_ROOT=$ROOT
+# A fresh tmp_check (data directories of a previous run would be in the way).
+rm -rf "$TESTDIR/tmp_check"
+mkdir -p "$TESTDIR/tmp_check"
+
+args=("$@")
+if [ ${#args[@]} -eq 0 ]; then
+    args=(-v -I "$PERL_LIB" -I "$ROOT/test/t")
+    for f in "$ROOT"/test/t/[0-9]*.pl; do args+=("$f"); done
+elif ! printf '%s\n' "${args[@]}" | grep -q '^-'; then
+    args=(-v -I "$PERL_LIB" -I "$ROOT/test/t" "${args[@]}")
+else
+    args=(-I "$PERL_LIB" -I "$ROOT/test/t" "${args[@]}")
+fi
+
+cd "$ROOT"
+if [ "$(id -u)" = 0 ]; then
+    chown -R postgres: "$TESTDIR"
+    exec runuser -u postgres -- env PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$TESTDIR" \
+        FENCING_ROOT="$ROOT" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
+        ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
+        /usr/bin/prove "${args[@]}"
+fi
+exec /usr/bin/prove "${args[@]}"
