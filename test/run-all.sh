@@ -7,7 +7,6 @@
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
-#   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
@@ -125,8 +124,6 @@ run_tap_like examples examples/run.sh
 echo "== sqlsmith"
 run_tap_like sqlsmith test/sqlsmith/run.sh
 
-echo "== crash"
-run_tap_like crash test/crash/run.sh
 echo "== failover"
 run_tap_like failover test/failover/run.sh
 echo "== upgrade"

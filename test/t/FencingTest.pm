@@ -5,8 +5,9 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 
-our @EXPORT = qw(query sqlstate fresh_node crash_node repo_root update_chain default_version);
+our @EXPORT = qw(query sqlstate sqlstates fresh_node crash_node become_subreaper repo_root update_chain default_version);
 
 # The repository root (test/t/run.sh exports it; else two levels up from here).
 sub repo_root
@@ -40,6 +41,19 @@ sub sqlstate
 	return '';
 }
 
+# sqlstates(NODE, DB, SQL...): the SQLSTATE of each statement ('00000' when
+# it succeeds), all in one session.
+sub sqlstates
+{
+	my ($node, $db, @stmts) = @_;
+	my $script = join '', map { "$_;\n\\echo :SQLSTATE\n" } @stmts;
+	my ($out, $err) = ('', '');
+	$node->psql($db, $script, stdout => \$out, stderr => \$err, on_error_stop => 0);
+	my @states = grep { /^[0-9A-Z]{5}$/ } split /\n/, $out;
+	die "sqlstates: expected " . scalar(@stmts) . " results, got: $out\n$err" unless @states == @stmts;
+	return @states;
+}
+
 # fresh_node(NAME, CONF...): a new cluster with fsync back on (the framework
 # switches it off; durability is what these suites test), started.
 sub fresh_node
@@ -55,7 +69,10 @@ sub fresh_node
 
 # crash_node(NODE): SIGKILL of the postmaster and every child at once (no
 # shutdown checkpoint, no clean exit of any backend), then a restart through
-# crash recovery. The stale postmaster.pid stays: PostgreSQL must cope.
+# crash recovery. The postmaster is stopped (SIGSTOP) first so that it forks
+# nothing between the listing of its children and the kill. The stale
+# postmaster.pid stays (PostgreSQL must cope) unless the dead postmaster is
+# still an unreaped zombie.
 sub crash_node
 {
 	my ($node) = @_;
@@ -64,20 +81,49 @@ sub crash_node
 	my $pid = <$fh>;
 	close $fh;
 	chomp $pid;
-	my @children = split /\s+/, `pgrep -P $pid`;
-	kill 'KILL', $pid, grep { /^\d+$/ } @children;
-	for (1 .. 200)
+	kill 'STOP', $pid;
+	my @children = children_of($pid);
+	# Children first: a backend that saw its postmaster die before its own
+	# SIGKILL arrived would exit on its own (FATAL: unexpected postmaster exit).
+	kill 'KILL', @children;
+	kill 'KILL', $pid;
+	my @pids = ($pid, @children);
+	# A dead postmaster left unreaped (a zombie) still answers kill 0, and the
+	# new postmaster would take its lock files for a live one's: reap it (this
+	# process is their subreaper) or wait for whoever reaps orphans.
+	for (1 .. 1200)
 	{
-		last unless kill 0, $pid;
-		select undef, undef, undef, 0.05;
-	}
-	for (1 .. 200)
-	{
-		last unless grep { kill 0, $_ } grep { /^\d+$/ } @children;
-		select undef, undef, undef, 0.05;
+		waitpid($_, POSIX::WNOHANG()) for @pids;
+		last unless grep { kill 0, $_ } @pids;
+		select undef, undef, undef, 0.025;
 	}
 	$node->{_pid} = undef;
 	$node->start;
+	return;
+}
+
+# The PIDs whose parent is PID, from /proc.
+sub children_of
+{
+	my ($parent) = @_;
+	my @kids;
+	for my $stat (glob '/proc/[0-9]*/stat')
+	{
+		open my $fh, '<', $stat or next;
+		my $line = <$fh> // next;
+		push @kids, $1 if $line =~ /^(\d+) \(.*\) \S+ (\d+) / && $2 == $parent;
+	}
+	return @kids;
+}
+
+# Orphans (the postmaster pg_ctl started, and the backends of a killed one)
+# become children of this process, which can then reap them at once: PID 1 of
+# a container may reap late or never. prctl(PR_SET_CHILD_SUBREAPER), Linux
+# x86_64 (syscall 157); elsewhere crash_node waits for another reaper.
+sub become_subreaper
+{
+	no warnings;
+	syscall(157, 36, 1, 0, 0, 0) if $^O eq 'linux';
 	return;
 }
 
