@@ -8,7 +8,6 @@
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
-#   failover   failover to a synchronous standby (test/failover/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
@@ -124,8 +123,6 @@ run_tap_like examples examples/run.sh
 echo "== sqlsmith"
 run_tap_like sqlsmith test/sqlsmith/run.sh
 
-echo "== failover"
-run_tap_like failover test/failover/run.sh
 echo "== upgrade"
 run_tap_like upgrade test/upgrade/run.sh
 

@@ -7,7 +7,8 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX ();
 
-our @EXPORT = qw(query sqlstate sqlstates fresh_node crash_node become_subreaper repo_root update_chain default_version);
+our @EXPORT = qw(query sqlstate sqlstates fresh_node crash_node become_subreaper
+  workload_setup start_workload check_workload @WRITERS repo_root update_chain default_version);
 
 # The repository root (test/t/run.sh exports it; else two levels up from here).
 sub repo_root
@@ -69,13 +70,13 @@ sub fresh_node
 
 # crash_node(NODE): SIGKILL of the postmaster and every child at once (no
 # shutdown checkpoint, no clean exit of any backend), then a restart through
-# crash recovery. The postmaster is stopped (SIGSTOP) first so that it forks
+# crash recovery (not with restart => 0). The postmaster is stopped (SIGSTOP) first so that it forks
 # nothing between the listing of its children and the kill. The stale
 # postmaster.pid stays (PostgreSQL must cope) unless the dead postmaster is
 # still an unreaped zombie.
 sub crash_node
 {
-	my ($node) = @_;
+	my ($node, %opt) = @_;
 	my $pidfile = $node->data_dir . '/postmaster.pid';
 	open my $fh, '<', $pidfile or die "no $pidfile: $!";
 	my $pid = <$fh>;
@@ -98,7 +99,7 @@ sub crash_node
 		select undef, undef, undef, 0.025;
 	}
 	$node->{_pid} = undef;
-	$node->start;
+	$node->start unless defined $opt{restart} && !$opt{restart};
 	return;
 }
 
@@ -125,6 +126,195 @@ sub become_subreaper
 	no warnings;
 	syscall(157, 36, 1, 0, 0, 0) if $^O eq 'linux';
 	return;
+}
+
+# A client: one psql session fed statement after statement, token 1, 2, 3, ...;
+# after each statement returns psql prints the token (\echo runs only once
+# the statement before it succeeded; ON_ERROR_STOP), so the last line of the
+# client's file is its last acknowledged token. The feeding process is a fork
+# that never returns into this script (it dies of SIGPIPE when psql exits, or
+# _exits).
+sub start_client
+{
+	my ($connstr, $acks, $name, $sync, $make) = @_;
+	my $pid = fork();
+	die "fork: $!" unless defined $pid;
+	return $pid if $pid;
+	open STDOUT, '>', "$acks/$name" or POSIX::_exit(1);
+	open STDERR, '>', "$acks/$name.err" or POSIX::_exit(1);
+	my $ok = open my $psql, '|-', 'psql', '-X', '-q', '-v', 'ON_ERROR_STOP=1', '-d', $connstr;
+	POSIX::_exit(1) unless $ok;
+	print $psql "SET synchronous_commit = $sync;\n";
+	for (my $t = 1;; $t++)
+	{
+		print $psql $make->($t), "\n" or last;
+	}
+	POSIX::_exit(0);
+}
+
+sub last_ack
+{
+	my ($acks, $name) = @_;
+	open my $fh, '<', "$acks/$name" or return 0;
+	my $last = 0;
+	while (<$fh>) { $last = $1 if /^(\d+)$/; }
+	return $last;
+}
+
+sub all_acks
+{
+	my ($acks, $name) = @_;
+	open my $fh, '<', "$acks/$name" or return ();
+	return map { /^(\d+)$/ ? $1 : () } <$fh>;
+}
+
+# Writers per scope: (setup SQL, statement for token T, HWM query, a write
+# with token S that must be refused). __ is replaced by the writer's name.
+our %KINDS = (
+	row => [
+		q{CREATE TABLE __ (item text PRIMARY KEY, fence fencing_token); INSERT INTO __ VALUES ('w', 0);},
+		sub { "UPDATE __ SET fence = $_[0] WHERE item = 'w';" },
+		q{SELECT fence FROM __ WHERE item = 'w'},
+		sub { "UPDATE __ SET fence = $_[0] WHERE item = 'w'" } ],
+	# Odd tokens re-insert key 1, even ones delete it: a DELETE whose only
+	# raise is the tombstone.
+	tomb => [
+		q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);},
+		sub {
+			$_[0] % 2
+			  ? "INSERT INTO __ VALUES (1, $_[0]);"
+			  : "BEGIN; SET LOCAL fencing.token = $_[0]; DELETE FROM __ WHERE id = 1; COMMIT;";
+		},
+		q{SELECT fencing_high_water('__', '{"id": 1}')},
+		sub { "INSERT INTO __ VALUES (1, $_[0]) ON CONFLICT (id) DO UPDATE SET fence = excluded.fence" } ],
+	res => [
+		q{CREATE TABLE __ (id int PRIMARY KEY, shard text, fence fencing_token);
+		  SELECT fencing_protect('__', scope => 'resource', resource_column => 'shard');},
+		sub { "INSERT INTO __ VALUES ($_[0], '__', $_[0]);" },
+		q{SELECT fencing_resource_high_water('__')},
+		sub { "INSERT INTO __ VALUES (-1, '__', $_[0])" } ],
+	tab => [
+		q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);
+		  SELECT fencing_protect('__', scope => 'table');},
+		sub { "INSERT INTO __ VALUES ($_[0], $_[0]);" },
+		q{SELECT fencing_high_water('__')},
+		sub { "INSERT INTO __ VALUES (-1, $_[0])" } ],
+	# Advances: the resource HWM of a resource-scope table's shard, and a
+	# table-scope table's HWM, raised without writing a row.
+	advres => [
+		q{CREATE TABLE __ (id int PRIMARY KEY, shard text, fence fencing_token);
+		  SELECT fencing_protect('__', scope => 'resource', resource_column => 'shard');},
+		sub { "SELECT fencing_resource_advance('__', $_[0]) \\g /dev/null" },
+		q{SELECT fencing_resource_high_water('__')},
+		sub { "INSERT INTO __ VALUES (-1, '__', $_[0])" } ],
+	advtab => [
+		q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);
+		  SELECT fencing_protect('__', scope => 'table');},
+		sub { "SELECT fencing_advance('__', $_[0]) \\g /dev/null" },
+		q{SELECT fencing_high_water('__')},
+		sub { "INSERT INTO __ VALUES (-1, $_[0])" } ],
+);
+our @WRITERS;
+for my $kind (sort keys %KINDS)
+{
+	push @WRITERS, [ "${kind}_off", $kind, 'off' ], [ "${kind}_on", $kind, 'on' ];
+}
+# The lease clients: acquire (TTL 2 s, waiting up to 60 s), print the token,
+# release; half under synchronous_commit = off.
+our @LEASE_CLIENTS = ([ 'lease_off1', 'off' ], [ 'lease_off2', 'off' ], [ 'lease_on1', 'on' ], [ 'lease_on2', 'on' ]);
+
+# workload_setup(PREFIX): SQL making the tables of one workload's writers.
+sub workload_setup
+{
+	my ($prefix) = @_;
+	my $sql = '';
+	for my $w (@WRITERS)
+	{
+		(my $setup = $KINDS{ $w->[1] }[0]) =~ s/__/${prefix}_$w->[0]/g;
+		$sql .= "$setup\n";
+	}
+	return $sql;
+}
+
+# start_workload(CONNSTR, ACKS, PREFIX, LEASE_RESOURCE): every writer and
+# lease client started; returns their PIDs.
+sub start_workload
+{
+	my ($connstr, $acks, $prefix, $resource) = @_;
+	my @pids;
+	for my $w (@WRITERS)
+	{
+		my ($name, $kind, $sync) = @$w;
+		my $obj = "${prefix}_$name";
+		my $stmt = $KINDS{$kind}[1];
+		push @pids, start_client($connstr, $acks, $obj, $sync,
+			sub { (my $s = $stmt->($_[0])) =~ s/__/$obj/g; "$s\n\\echo $_[0]" });
+	}
+	for my $l (@LEASE_CLIENTS)
+	{
+		my ($name, $sync) = @$l;
+		push @pids, start_client($connstr, $acks, "${prefix}_$name", $sync, sub {
+			"SELECT fencing_acquire('$resource', '$name', '2 s', wait => '60 s') AS t \\gset\n"
+			  . "\\echo :t\nSELECT fencing_release('$resource', :t) \\g /dev/null";
+		});
+	}
+	return @pids;
+}
+
+# check_workload(NODE, DB, ACKS, PREFIX, LEASE_RESOURCE), once the clients
+# are gone: for every writer, its HWM >= its last acknowledged token and a
+# write with (last - 1) refused; the lease tokens acknowledged, and the first
+# token NODE issues next (a lease acknowledged just before the fault, or a
+# release lost with it, stays live for up to its 2 s TTL). Returns
+# { bad => [...], acked, lost, refused_fail, tokens => [...], first, max }.
+sub check_workload
+{
+	my ($node, $db, $acks, $prefix, $resource) = @_;
+	# One session reads every HWM (and each tombstone writer's tombstone on
+	# its own), another tries every (last - 1).
+	my (%r, %last, @hwm_sql, @stale);
+	$r{$_} = 0 for qw(acked lost refused_fail);
+	$r{bad} = [];
+	for my $w (@WRITERS)
+	{
+		my ($name, $kind) = @$w;
+		my $obj = "${prefix}_$name";
+		$last{$name} = last_ack($acks, $obj);
+		(my $h = $KINDS{$kind}[2]) =~ s/__/$obj/g;
+		push @hwm_sql, "SELECT coalesce(($h)::text, '')";
+		push @hwm_sql, "SELECT coalesce(max(hwm), 0) FROM fencing.row_tombstone WHERE relid = '$obj'::regclass"
+		  if $kind eq 'tomb';
+		(my $s = $KINDS{$kind}[3]->($last{$name} - 1)) =~ s/__/$obj/g;
+		push @stale, $s;
+	}
+	my @hwms = split /\n/, query($node, $db, join(";\n", @hwm_sql) . ';'), -1;
+	my @states = sqlstates($node, $db, @stale);
+	for my $w (@WRITERS)
+	{
+		my ($name, $kind) = @$w;
+		my $last = $last{$name};
+		$r{acked} += $last;
+		my $hwm = shift @hwms;
+		my $state = shift @states;
+		my $kept = $last > 0 && $hwm ne '' && $hwm >= $last;
+		if ($kind eq 'tomb')
+		{
+			# The last acknowledged DELETE's tombstone, on its own.
+			my $tomb = shift @hwms;
+			$kept = 0 if $tomb < $last - $last % 2;
+		}
+		$r{lost}++ unless $kept;
+		$r{refused_fail}++ unless $state eq 'TF001';
+		push @{ $r{bad} }, "$name: last ack $last, HWM '$hwm', token " . ($last - 1) . " got '$state'"
+		  unless $kept && $state eq 'TF001';
+	}
+	my @tokens = map { all_acks($acks, "${prefix}_$_->[0]") } @LEASE_CLIENTS;
+	my $max = 0;
+	$max = $_ > $max ? $_ : $max for @tokens;
+	my $first = query($node, $db, "SELECT fencing_acquire('$resource', 'check', '1 s', wait => '10 s')");
+	query($node, $db, "SELECT fencing_release('$resource', $first)");
+	@r{qw(tokens first max)} = (\@tokens, $first, $max);
+	return \%r;
 }
 
 # The extension's default version, from fencing.control.
