@@ -170,6 +170,12 @@ sub all_acks
 
 # Writers per scope: (setup SQL, statement for token T, HWM query, a write
 # with token S that must be refused). __ is replaced by the writer's name.
+my $res_setup = q{CREATE TABLE __ (id int PRIMARY KEY, shard text, fence fencing_token);
+  SELECT fencing_protect('__', scope => 'resource', resource_column => 'shard');};
+my $tab_setup = q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);
+  SELECT fencing_protect('__', scope => 'table');};
+my $res_stale = sub { "INSERT INTO __ VALUES (-1, '__', $_[0])" };
+my $tab_stale = sub { "INSERT INTO __ VALUES (-1, $_[0])" };
 our %KINDS = (
 	row => [
 		q{CREATE TABLE __ (item text PRIMARY KEY, fence fencing_token); INSERT INTO __ VALUES ('w', 0);},
@@ -188,31 +194,27 @@ our %KINDS = (
 		q{SELECT fencing_high_water('__', '{"id": 1}')},
 		sub { "INSERT INTO __ VALUES (1, $_[0]) ON CONFLICT (id) DO UPDATE SET fence = excluded.fence" } ],
 	res => [
-		q{CREATE TABLE __ (id int PRIMARY KEY, shard text, fence fencing_token);
-		  SELECT fencing_protect('__', scope => 'resource', resource_column => 'shard');},
+		$res_setup,
 		sub { "INSERT INTO __ VALUES ($_[0], '__', $_[0]);" },
 		q{SELECT fencing_resource_high_water('__')},
-		sub { "INSERT INTO __ VALUES (-1, '__', $_[0])" } ],
+		$res_stale ],
 	tab => [
-		q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);
-		  SELECT fencing_protect('__', scope => 'table');},
+		$tab_setup,
 		sub { "INSERT INTO __ VALUES ($_[0], $_[0]);" },
 		q{SELECT fencing_high_water('__')},
-		sub { "INSERT INTO __ VALUES (-1, $_[0])" } ],
+		$tab_stale ],
 	# Advances: the resource HWM of a resource-scope table's shard, and a
 	# table-scope table's HWM, raised without writing a row.
 	advres => [
-		q{CREATE TABLE __ (id int PRIMARY KEY, shard text, fence fencing_token);
-		  SELECT fencing_protect('__', scope => 'resource', resource_column => 'shard');},
+		$res_setup,
 		sub { "SELECT fencing_resource_advance('__', $_[0]) \\g /dev/null" },
 		q{SELECT fencing_resource_high_water('__')},
-		sub { "INSERT INTO __ VALUES (-1, '__', $_[0])" } ],
+		$res_stale ],
 	advtab => [
-		q{CREATE TABLE __ (id int PRIMARY KEY, fence fencing_token);
-		  SELECT fencing_protect('__', scope => 'table');},
+		$tab_setup,
 		sub { "SELECT fencing_advance('__', $_[0]) \\g /dev/null" },
 		q{SELECT fencing_high_water('__')},
-		sub { "INSERT INTO __ VALUES (-1, $_[0])" } ],
+		$tab_stale ],
 );
 our @WRITERS;
 for my $kind (sort keys %KINDS)
