@@ -5,7 +5,6 @@
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
-#   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
@@ -97,9 +96,6 @@ bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
 if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 [ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
 record installcheck "$ok" "$bad"
-
-echo "== dump"
-run_tap_like dump test/dump/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"
