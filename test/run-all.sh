@@ -6,7 +6,6 @@
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
-#   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
@@ -119,8 +118,6 @@ run_tap_like examples examples/run.sh
 echo "== sqlsmith"
 run_tap_like sqlsmith test/sqlsmith/run.sh
 
-echo "== upgrade"
-run_tap_like upgrade test/upgrade/run.sh
 
 echo "== tap"
 # Every "ok N" / "not ok N" line of prove -v counts once; a test file that dies
