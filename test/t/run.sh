@@ -4,7 +4,8 @@
 #   test/t/run.sh                      every test/t/*.pl, verbose ("ok N - ..." lines)
 #   test/t/run.sh test/t/010_crash.pl  one of them
 #   test/t/run.sh -I DIR ... FILES     prove options and files as given (this is
-#                                      how `make installcheck` calls it, as PROVE)
+#                                      how `make installcheck` calls it, as PROVE,
+#                                      with TESTDIR set to the top directory)
 #
 # The framework needs initdb/postgres/pg_ctl of the pg_config on PATH first on
 # PATH, PG_REGRESS (Cluster.pm's init runs `pg_regress --config-auth`), and a
@@ -38,7 +39,7 @@ fi
 
 cd "$ROOT"
 if [ "$(id -u)" = 0 ]; then
-    chown -R postgres: "$TESTDIR"
+    chown -R postgres: "$TESTDIR/tmp_check"
     exec runuser -u postgres -- env PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$TESTDIR" \
         FENCING_ROOT="$ROOT" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
         ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
