@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the TAP suites (test/t/*.pl, PostgreSQL::Test::Cluster) with prove.
 #
-#   test/t/run.sh                      every test/t/*.pl, verbose ("ok N - ..." lines)
+#   test/t/run.sh                      every test/t/[0-9]*.pl, verbose ("ok N - ..." lines)
 #   test/t/run.sh test/t/010_crash.pl  one of them
 #   test/t/run.sh -I DIR ... FILES     prove options and files as given (this is
 #                                      how `make installcheck` calls it, as PROVE,
@@ -11,7 +11,10 @@
 # PATH, PG_REGRESS (Cluster.pm's init runs `pg_regress --config-auth`), and a
 # TESTDIR whose tmp_check/ holds logs and data directories (default
 # build/tap). PostgreSQL refuses to run as root, so under root (CI) prove runs
-# as the "postgres" user, with TESTDIR/tmp_check handed to it.
+# as the "postgres" user, on a copy of test/t, fencing.control and the SQL
+# scripts in a directory of its own under /tmp (the checkout may not be
+# readable by postgres); the logs are copied back to TESTDIR/tmp_check/log.
+#   FENCING_TAP_CRASH_CYCLES   kill -9 cycles of 010_crash.pl (default 20)
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -21,28 +24,39 @@ PERL_LIB=$PGXS_DIR/src/test/perl
 export PATH="$BINDIR:$PATH"
 export PG_REGRESS=${PG_REGRESS:-$PGXS_DIR/src/test/regress/pg_regress}
 export TESTDIR=${TESTDIR:-$ROOT/build/tap}
-# The test files find their helper module (FencingTest.pm) and the repository.
+# The test files find the repository (fencing.control, sql/) here.
 export FENCING_ROOT=$ROOT
+cd "$ROOT"
 # A fresh tmp_check (data directories of a previous run would be in the way).
 rm -rf "$TESTDIR/tmp_check"
 mkdir -p "$TESTDIR/tmp_check"
 
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
-    args=(-v -I "$PERL_LIB" -I "$ROOT/test/t")
-    for f in "$ROOT"/test/t/[0-9]*.pl; do args+=("$f"); done
+    args=(-v -I "$PERL_LIB" -I test/t test/t/[0-9]*.pl)
 elif ! printf '%s\n' "${args[@]}" | grep -q '^-'; then
-    args=(-v -I "$PERL_LIB" -I "$ROOT/test/t" "${args[@]}")
+    args=(-v -I "$PERL_LIB" -I test/t "${args[@]}")
 else
-    args=(-I "$PERL_LIB" -I "$ROOT/test/t" "${args[@]}")
+    args=(-I "$PERL_LIB" -I test/t "${args[@]}")
 fi
 
-cd "$ROOT"
-if [ "$(id -u)" = 0 ]; then
-    chown -R postgres: "$TESTDIR/tmp_check"
-    exec runuser -u postgres -- env PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$TESTDIR" \
-        FENCING_ROOT="$ROOT" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
-        ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
-        /usr/bin/prove "${args[@]}"
+if [ "$(id -u)" != 0 ]; then
+    exec /usr/bin/prove "${args[@]}"
 fi
-exec /usr/bin/prove "${args[@]}"
+
+STAGE=$(mktemp -d /tmp/fencing-tap.XXXXXX)
+mkdir -p "$STAGE/test" "$STAGE/sql"
+cp -a test/t "$STAGE/test/"
+cp fencing.control "$STAGE/"
+cp sql/fencing--*.sql "$STAGE/sql/"
+mkdir -p "$STAGE/tmp_check"
+chown -R postgres: "$STAGE"
+chmod 755 "$STAGE"
+runuser -u postgres -- env -C "$STAGE" PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$STAGE" \
+    FENCING_ROOT="$STAGE" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
+    ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
+    /usr/bin/prove "${args[@]}"
+rc=$?
+cp -a "$STAGE/tmp_check/log" "$TESTDIR/tmp_check/" 2>/dev/null
+rm -rf "$STAGE"
+exit $rc
