@@ -6,6 +6,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Utils;
 use Test::More;
 use POSIX ();
+use Config;
 
 our @EXPORT = qw(query sqlstate sqlstates fresh_node crash_node become_subreaper
   workload_setup start_workload check_workload @WRITERS repo_root update_chain default_version);
@@ -119,12 +120,14 @@ sub children_of
 
 # Orphans (the postmaster pg_ctl started, and the backends of a killed one)
 # become children of this process, which can then reap them at once: PID 1 of
-# a container may reap late or never. prctl(PR_SET_CHILD_SUBREAPER), Linux
-# x86_64 (syscall 157); elsewhere crash_node waits for another reaper.
+# a container may reap late or never. prctl(PR_SET_CHILD_SUBREAPER) on Linux
+# (syscall 157 on x86_64, 167 on aarch64); elsewhere crash_node waits for
+# another reaper.
 sub become_subreaper
 {
-	no warnings;
-	syscall(157, 36, 1, 0, 0, 0) if $^O eq 'linux';
+	my %prctl = (x86_64 => 157, aarch64 => 167);
+	my ($arch) = $Config::Config{archname} =~ /^([^-]+)/;
+	syscall($prctl{$arch}, 36, 1, 0, 0, 0) if $^O eq 'linux' && $prctl{$arch};
 	return;
 }
 

@@ -33,9 +33,9 @@ mkdir -p "$TESTDIR/tmp_check"
 
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
-    args=(-v -I "$PERL_LIB" -I test/t test/t/[0-9]*.pl)
+    args=(-v --timer -I "$PERL_LIB" -I test/t test/t/[0-9]*.pl)
 elif ! printf '%s\n' "${args[@]}" | grep -q '^-'; then
-    args=(-v -I "$PERL_LIB" -I test/t "${args[@]}")
+    args=(-v --timer -I "$PERL_LIB" -I test/t "${args[@]}")
 else
     args=(-I "$PERL_LIB" -I test/t "${args[@]}")
 fi
