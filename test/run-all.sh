@@ -119,7 +119,6 @@ run_tap_like examples examples/run.sh
 echo "== sqlsmith"
 run_tap_like sqlsmith test/sqlsmith/run.sh
 
-
 echo "== tap"
 # Every "ok N" / "not ok N" line of prove -v counts once; a test file that dies
 # before its plan counts as one failure more.
