@@ -2,7 +2,8 @@
 #
 #   make                 build fencing.so
 #   make install         install into the pg_config found on PATH (or PG_CONFIG=...)
-#   make installcheck    pg_regress + isolation specs against a running server
+#   make installcheck    pg_regress + isolation specs against a running server, then
+#                        the TAP suites (test/t, clusters of their own; TAP_TESTS= skips them)
 #   make demo            the story, on a scratch cluster (installs what it needs)
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
 #   make bench           instruction-count benchmark under callgrind
@@ -25,6 +26,12 @@ REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/fencing--%,$(wildcard sql/*.sq
 REGRESS_OPTS = --inputdir=. --load-extension=fencing
 ISOLATION = $(patsubst test/isolation/specs/%.spec,%,$(wildcard test/isolation/specs/*.spec))
 ISOLATION_OPTS = --inputdir=test/isolation --load-extension=fencing
+
+# TAP suites on PostgreSQL::Test::Cluster (test/t/*.pl). PGXS runs them from
+# installcheck with $(PROVE); test/t/run.sh is prove with what they need
+# (PG_REGRESS, the bindir on PATH, prove run as the server user under root).
+TAP_TESTS = 1
+PROVE_TESTS = test/t/[0-9]*.pl
 
 PG_CONFIG ?= pg_config
 
@@ -49,14 +56,18 @@ override with_llvm = no
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 -include $(OBJS:.o=.d)
+PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps examples
+.PHONY: demo test tap bench bench-pgbench bench-leases format unit fuzz deps examples
 deps:
 	bash test/install-deps.sh
 demo: deps
 	bash test/demo.sh
 test: deps
 	bash test/run-all.sh
+# The TAP suites alone (installed extension, no running server needed).
+tap:
+	bash test/t/run.sh
 bench: deps
 	bash test/bench/run.sh
 bench-pgbench: deps

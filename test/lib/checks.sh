@@ -1,4 +1,4 @@
-# Shared by the shell suites (test/dump, test/crash, test/failover): "ok N - ..."
+# Shared by the shell suites (test/sqlsmith): "ok N - ..."
 # / "not ok N - ..." lines and a closing "N passed, N failed". Source it.
 pass=0
 fail=0

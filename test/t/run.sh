@@ -1,49 +1,63 @@
 #!/usr/bin/env bash
-# TAP tests (PostgreSQL::Test::Cluster, run by prove): each test starts a
-# cluster of its own with fencing in shared_preload_libraries. Needs the
-# extension installed into the pg_config on PATH (make install). The clusters
-# run as the "postgres" user when invoked as root (initdb refuses root); the
-# framework finds initdb, pg_ctl and pgbench on PATH and pg_regress through
-# PG_REGRESS. Its files (tmp_check: data directories, logs, port locks) go to
-# a temporary directory, removed at the end. FENCING_TAP_PORT pins the port
-# (else the framework picks a free one). Prints prove's verbose output: one
-# "ok N - ..." / "not ok N - ..." line per check.
+# Runs the TAP suites (test/t/*.pl, PostgreSQL::Test::Cluster) with prove.
+#
+#   test/t/run.sh                      every test/t/[0-9]*.pl, verbose ("ok N - ..." lines)
+#   test/t/run.sh test/t/010_crash.pl  one of them
+#   test/t/run.sh -I DIR ... FILES     prove options and files as given (this is
+#                                      how `make installcheck` calls it, as PROVE,
+#                                      with TESTDIR set to the top directory)
+#
+# The framework needs initdb/postgres/pg_ctl of the pg_config on PATH first on
+# PATH, PG_REGRESS (Cluster.pm's init runs `pg_regress --config-auth`), and a
+# TESTDIR whose tmp_check/ holds logs and data directories (default
+# build/tap). PostgreSQL refuses to run as root, so under root (CI) prove runs
+# as the "postgres" user, on a copy of test/t, fencing.control and the SQL
+# scripts in a directory of its own under /tmp (the checkout may not be
+# readable by postgres); the logs are copied back to TESTDIR/tmp_check/log.
+#   FENCING_TAP_CRASH_CYCLES   kill -9 cycles of 010_crash.pl (default 20)
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-ROOT=$(pwd)
-PKGLIB=$(pg_config --pkglibdir)
-BINDIR=$(pg_config --bindir)
-PERL_LIB=$PKGLIB/pgxs/src/test/perl
-[ -d "$PERL_LIB" ] || PERL_LIB=/usr/lib/postgresql/15/lib/pgxs/src/test/perl
-PG_REGRESS=$PKGLIB/pgxs/src/test/regress/pg_regress
-[ -x "$PG_REGRESS" ] || PG_REGRESS=/usr/lib/postgresql/15/lib/pgxs/src/test/regress/pg_regress
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+PGXS_DIR=$(dirname "$("$PG_CONFIG" --pgxs)")/../..
+PERL_LIB=$PGXS_DIR/src/test/perl
+export PATH="$BINDIR:$PATH"
+export PG_REGRESS=${PG_REGRESS:-$PGXS_DIR/src/test/regress/pg_regress}
+export TESTDIR=${TESTDIR:-$ROOT/build/tap}
+# The test files find the repository (fencing.control, sql/) here.
+export FENCING_ROOT=$ROOT
+cd "$ROOT"
+# A fresh tmp_check (data directories of a previous run would be in the way).
+rm -rf "$TESTDIR/tmp_check"
+mkdir -p "$TESTDIR/tmp_check"
 
-WORK=$(mktemp -d /tmp/fencing-tap.XXXXXX)
-chmod 755 "$WORK"
-trap 'rm -rf "$WORK"' EXIT
-as_server_user() {
-    if [ "$(id -u)" = 0 ]; then
-        chown -R postgres: "$WORK"
-        runuser -u postgres -- "$@"
-    else
-        "$@"
-    fi
-}
-# The server user may not be able to read the checkout (say, under /root):
-# the tests and the files they read are copied into the temporary directory,
-# and the tests find them through FENCING_ROOT. prove runs from there too
-# (tmp_check lands there).
-mkdir -p "$WORK/repo/test"
-cp -r "$ROOT/monitoring" "$WORK/repo/"
-cp -r "$ROOT/test/t" "$ROOT/test/monitoring" "$WORK/repo/test/"
-cd "$WORK"
-as_server_user env PATH="$BINDIR:$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$WORK" \
-    FENCING_ROOT="$WORK/repo" ${FENCING_TAP_PORT:+FENCING_TAP_PORT=$FENCING_TAP_PORT} \
-    prove -v -I "$PERL_LIB" "$WORK"/repo/test/t/*.pl
-rc=$?
-if [ $rc -ne 0 ]; then
-    for f in "$WORK"/tmp_check/log/*; do
-        [ -f "$f" ] && { echo "=== $f"; tail -50 "$f"; }
-    done
+args=("$@")
+if [ ${#args[@]} -eq 0 ]; then
+    args=(-v --timer -I "$PERL_LIB" -I test/t test/t/[0-9]*.pl)
+elif ! printf '%s\n' "${args[@]}" | grep -q '^-'; then
+    args=(-v --timer -I "$PERL_LIB" -I test/t "${args[@]}")
+else
+    args=(-I "$PERL_LIB" -I test/t "${args[@]}")
 fi
+
+if [ "$(id -u)" != 0 ]; then
+    exec /usr/bin/prove "${args[@]}"
+fi
+
+STAGE=$(mktemp -d /tmp/fencing-tap.XXXXXX)
+mkdir -p "$STAGE/test" "$STAGE/sql"
+cp -a test/t test/monitoring "$STAGE/test/"
+cp -a monitoring "$STAGE/"
+cp fencing.control "$STAGE/"
+cp sql/fencing--*.sql "$STAGE/sql/"
+mkdir -p "$STAGE/tmp_check"
+chown -R postgres: "$STAGE"
+chmod 755 "$STAGE"
+runuser -u postgres -- env -C "$STAGE" PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$STAGE" \
+    FENCING_ROOT="$STAGE" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
+    ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
+    /usr/bin/prove "${args[@]}"
+rc=$?
+cp -a "$STAGE/tmp_check/log" "$TESTDIR/tmp_check/" 2>/dev/null
+rm -rf "$STAGE"
 exit $rc

@@ -1,0 +1,86 @@
+# pg_upgrade keeps every guard: state in every scope on an old cluster
+# (row scope with tombstones, resource scope in a namespace on a column after
+# a dropped one, table scope, partitions, a live lease), pg_upgrade --link
+# (PostgreSQL 15 -> 15) into a new cluster, then every guard is present and
+# current, the state is there and stale writes are refused in every scope.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FencingTest;
+
+my $db = 'fenced';
+my $old = fresh_node('old');
+my $new = PostgreSQL::Test::Cluster->new('new');
+$new->init;
+$new->append_conf('postgresql.conf', "fsync = on\n");
+
+query($old, 'postgres', "CREATE DATABASE $db");
+$old->safe_psql($db, <<'SQL');
+CREATE EXTENSION fencing;
+CREATE TABLE inventory (item text PRIMARY KEY, stock int, fence fencing_token);
+INSERT INTO inventory VALUES ('a', 1, 10), ('b', 1, 20);
+BEGIN; SET LOCAL fencing.token = 30; DELETE FROM inventory WHERE item = 'b'; COMMIT;
+-- a dropped column: attnums after it must survive the upgrade
+CREATE TABLE orders (id int PRIMARY KEY, junk int, shard text, fence bigint);
+ALTER TABLE orders DROP COLUMN junk;
+SELECT fencing_protect('orders', token_column => 'fence', scope => 'resource',
+                       resource_column => 'shard', resource_namespace => 'orders');
+INSERT INTO orders VALUES (1, 's', 50);
+CREATE TABLE ledger (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('ledger', scope => 'table');
+INSERT INTO ledger VALUES (1, 60);
+CREATE TABLE events (id int, k text, fence fencing_token, PRIMARY KEY (id, k)) PARTITION BY LIST (k);
+CREATE TABLE events_a PARTITION OF events FOR VALUES IN ('a');
+CREATE TABLE events_b PARTITION OF events FOR VALUES IN ('b');
+INSERT INTO events VALUES (1, 'a', 70), (1, 'b', 70);
+SELECT fencing_acquire('held', 'h1', '1 day');
+SQL
+my $guards_before = query($old, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'zz_fencing_%'});
+my $lease = query($old, $db, q{SELECT holder || '|' || token || '|' || live FROM fencing_leases WHERE resource = 'held'});
+# Row scope with a primary key: guard, insert recheck, key-move recheck and
+# truncate trigger (inventory, events_a, events_b: 12); orders, ledger: 1 each.
+is(query($old, $db, 'SELECT count(*) FROM fencing_protected WHERE guard_ok') . " $guards_before",
+	'4 14', 'old cluster: every guard in place');
+$old->stop;
+
+my $bindir = $old->config_data('--bindir');
+my $work = PostgreSQL::Test::Utils::tempdir('upgrade');
+my ($out, $err) = ('', '');
+IPC::Run::run(
+	[ 'pg_upgrade', '-b', $bindir, '-B', $bindir,
+	  '-d', $old->data_dir, '-D', $new->data_dir, '-p', $old->port, '-P', $new->port,
+	  '-s', $new->host, '--link' ],
+	'>', \$out, '2>', \$err, init => sub { chdir $work or die $! });
+is($? >> 8, 0, 'pg_upgrade --link succeeds') or diag "$out\n$err";
+$new->start;
+
+is(query($new, $db, q{SELECT string_agg(table_name || '|' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected}),
+	'events|row inventory|row ledger|table orders|resource', 'new cluster: policies kept');
+is(query($new, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'zz_fencing_%'}),
+	$guards_before, 'new cluster: every fencing trigger came across');
+is(query($new, $db, 'SELECT count(*) FROM fencing_protected WHERE guard_ok'),
+	'4', 'new cluster: every guard present, enabled and current (guard_ok)');
+is(query($new, $db, 'SELECT count(*) FROM fencing_verify_guards()'), '0', 'new cluster: fencing_verify_guards() finds nothing');
+is(query($new, $db, q{SELECT fencing_high_water('inventory', '{"item": "b"}') || ' ' ||
+        fencing_resource_high_water('s', 'orders') || ' ' || fencing_high_water('ledger')}),
+	'30 50 60', 'new cluster: tombstone, resource and table HWMs kept');
+is(query($new, $db, q{SELECT holder || '|' || token || '|' || live FROM fencing_leases WHERE resource = 'held'}),
+	$lease, 'new cluster: the live lease kept');
+my %stale = (
+	'stale UPDATE refused after upgrade (row scope)' => q{UPDATE inventory SET fence = 9 WHERE item = 'a'},
+	'stale re-INSERT of a deleted key refused after upgrade (tombstone)' => q{INSERT INTO inventory VALUES ('b', 1, 25)},
+	'stale key move onto a deleted key refused after upgrade' => q{UPDATE inventory SET item = 'b', fence = 20 WHERE item = 'a'},
+	'stale write refused after upgrade (resource scope, column after a dropped one)' => q{INSERT INTO orders VALUES (2, 's', 49)},
+	'stale write refused after upgrade (table scope)' => q{INSERT INTO ledger VALUES (2, 59)},
+	'stale write refused after upgrade (partition leaf)' => q{UPDATE events SET fence = 1 WHERE k = 'b'},
+	'stale re-INSERT after TRUNCATE refused after upgrade' =>
+	  q{BEGIN; TRUNCATE inventory; INSERT INTO inventory VALUES ('a', 1, 9); COMMIT});
+is(sqlstate($new, $db, $stale{$_}), 'TF001', $_) for sort keys %stale;
+is(query($new, $db, q{SELECT fencing_acquire('held', 'h2', '1 hour') IS NULL}), 't',
+	'the live lease still excludes another holder after upgrade');
+is(query($new, $db, q{SELECT fenced_update('inventory', 31, '{"item": "a"}', '{"stock": 2}')}), '1',
+	'fresh token admitted after upgrade');
+$new->stop;
+done_testing();

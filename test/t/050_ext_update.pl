@@ -1,0 +1,189 @@
+# ALTER EXTENSION fencing UPDATE with state in place, along every update
+# script in sql/: install an older version (with the current library, as after
+# a package upgrade), make state in every scope (row, tombstones, resource in
+# an owned namespace, table, partitions, policies, guards, and leases from 1.1
+# on), update, then check every HWM, tombstone, policy, namespace owner, lease
+# and guard intact and stale writes refused.
+#
+# Paths: from every version of the chain straight to the default version
+# (ALTER EXTENSION fencing UPDATE), and, when the chain has more than one step,
+# 1.0 walked one step at a time (UPDATE TO each version) with the state checked
+# after every step.
+use strict;
+use warnings;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use FencingTest;
+
+my @chain = update_chain();
+my $current = $chain[-1];
+note "update chain: @chain";
+
+my $node = fresh_node('extupdate');
+query($node, 'postgres', 'CREATE ROLE extupdate_team');
+
+my $hwm_sql = q{SELECT fencing_high_water('inventory', '{"item": "a"}') || ' ' ||
+       fencing_high_water('inventory', '{"item": "b"}') || ' ' ||
+       fencing_resource_high_water('s', 'extupdate') || ' ' ||
+       fencing_high_water('ledger') || ' ' ||
+       fencing_high_water('events', '{"id": 2, "k": "a"}')};
+my $policy_sql = q{SELECT string_agg(table_name || ':' || scope || ':' || strict, ' '
+       ORDER BY table_name::text) FROM fencing_protected};
+my $lease_sql = q{SELECT resource || '|' || holder || '|' || token || '|' || live
+       FROM fencing_leases WHERE resource = 'upd'};
+
+sub version_of { query($node, $_[0], q{SELECT extversion FROM pg_extension WHERE extname = 'fencing'}) }
+
+sub make_state
+{
+	my ($db, $from) = @_;
+	query($node, 'postgres', "CREATE DATABASE $db");
+	$node->safe_psql($db, <<"SQL");
+CREATE EXTENSION fencing VERSION '$from';
+-- row scope, text key: a live row and a tombstone
+CREATE TABLE inventory (item text PRIMARY KEY, stock int, fence fencing_token);
+INSERT INTO inventory VALUES ('a', 1, 10), ('b', 1, 20);
+BEGIN; SET LOCAL fencing.token = 30; DELETE FROM inventory WHERE item = 'b'; COMMIT;
+-- row scope, char(5) key
+CREATE TABLE codes (code char(5) PRIMARY KEY, fence fencing_token);
+INSERT INTO codes VALUES ('ab', 40);
+BEGIN; SET LOCAL fencing.token = 45; DELETE FROM codes WHERE code = 'ab'; COMMIT;
+-- resource scope, in a namespace owned by a role
+CREATE TABLE orders (id int PRIMARY KEY, shard text, fence fencing_token);
+ALTER TABLE orders OWNER TO extupdate_team;
+SET ROLE extupdate_team;
+SELECT fencing_protect('orders', scope => 'resource', resource_column => 'shard',
+                       resource_namespace => 'extupdate');
+RESET ROLE;
+INSERT INTO orders VALUES (1, 's', 50);
+-- table scope, strict
+CREATE TABLE ledger (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('ledger', scope => 'table', strict => true);
+INSERT INTO ledger VALUES (1, 60);
+-- row scope, partitioned
+CREATE TABLE events (id int, k text, fence fencing_token, PRIMARY KEY (id, k)) PARTITION BY LIST (k);
+CREATE TABLE events_a PARTITION OF events FOR VALUES IN ('a');
+INSERT INTO events VALUES (1, 'a', 70), (2, 'a', 70);
+BEGIN; SET LOCAL fencing.token = 75; DELETE FROM events WHERE id = 2; COMMIT;
+SQL
+	# 1.0's library keyed char(n) tombstones by the padded bytes: 'cd' as
+	# 'cd   ', as it wrote them; 1.0 -> 1.1 re-keys them.
+	query($node, $db, q{INSERT INTO fencing.row_tombstone VALUES ('codes'::regclass, ARRAY['6364202020'], 47)})
+	  if $from eq '1.0';
+	# Leases exist from 1.1 on: one live lease, held across the update.
+	query($node, $db, q{SELECT fencing_acquire('upd', 'h1', '1 hour')}) if $from ne '1.0';
+	return;
+}
+
+# State checks that must hold after every step; the stale-write checks, which
+# write, only at the end of a path.
+sub check_state
+{
+	my ($db, $label, $from, $version, $before) = @_;
+	is(version_of($db), $version, "$label: now at version $version");
+	is(query($node, $db, $policy_sql), $before->{policies}, "$label: policies intact");
+	is(query($node, $db, $hwm_sql), $before->{hwms}, "$label: HWMs and tombstones intact");
+	if ($from eq '1.0')
+	{
+		is(query($node, $db, q{SELECT fencing_high_water('codes', '{"code": "ab"}') || ' ' ||
+		                          fencing_high_water('codes', '{"code": "cd"}')}),
+			'45 47', "$label: char(n) tombstones: the new form kept, 1.0's padded form re-keyed");
+	}
+	else
+	{
+		is(query($node, $db, q{SELECT fencing_high_water('codes', '{"code": "ab"}')}),
+			'45', "$label: char(n) tombstone intact");
+		is(query($node, $db, $lease_sql), $before->{lease}, "$label: live lease intact (resource, holder, token)");
+	}
+	is(query($node, $db, 'SELECT name || \'|\' || owner || \'|\' || pg_typeof(owner) FROM fencing.resource_namespace'),
+		'extupdate|extupdate_team|regrole', "$label: namespace owner kept, by role OID");
+	is(query($node, $db, 'SELECT count(*) FROM fencing_protected WHERE guard_ok'),
+		'5', "$label: every guard an ordinary, current trigger (guard_ok)");
+	is(query($node, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'zz_fencing_%' AND tgisinternal}),
+		'0', "$label: no internal fencing trigger left");
+	is(query($node, $db, 'SELECT count(*) FROM fencing_verify_guards()'),
+		'0', "$label: fencing_verify_guards() finds nothing");
+	return;
+}
+
+sub check_writes
+{
+	my ($db, $label, $from, $before) = @_;
+	my %stale = (
+		'stale UPDATE refused (row scope)' => q{UPDATE inventory SET fence = 9 WHERE item = 'a'},
+		'stale re-INSERT of a deleted key refused (tombstone)' => q{INSERT INTO inventory VALUES ('b', 1, 25)},
+		'stale re-INSERT of a deleted char(n) key refused' => q{INSERT INTO codes VALUES ('ab', 44)},
+		'stale key move onto a deleted key refused' => q{UPDATE inventory SET item = 'b', fence = 20 WHERE item = 'a'},
+		'stale write refused (resource scope)' => q{INSERT INTO orders VALUES (2, 's', 49)},
+		'equal token refused (table scope, strict)' => q{INSERT INTO ledger VALUES (2, 60)},
+		'stale re-INSERT refused (partition)' => q{INSERT INTO events VALUES (2, 'a', 74)},
+		'stale re-INSERT after TRUNCATE refused' =>
+		  q{BEGIN; TRUNCATE inventory; INSERT INTO inventory VALUES ('a', 1, 9); COMMIT});
+	$stale{"stale re-INSERT of a deleted char(n) key refused (1.0's tombstone)"} =
+	  q{INSERT INTO codes VALUES ('cd', 46)}
+	  if $from eq '1.0';
+	for my $name (sort keys %stale)
+	{
+		is(sqlstate($node, $db, $stale{$name}), 'TF001', "$label: $name");
+	}
+	if ($from ne '1.0')
+	{
+		my ($t) = $before->{lease} =~ /^upd\|h1\|(\d+)\|/;
+		is(query($node, $db, q{SELECT fencing_acquire('upd', 'h2', '1 hour') IS NULL}),
+			't', "$label: the lease held across the update still excludes another holder");
+		my $next = query($node, $db, "SELECT fencing_release('upd', $t); SELECT fencing_acquire('upd', 'h2', '1 hour')");
+		$next = (split /\n/, $next)[-1];
+		ok($next > $t, "$label: after its release the next token ($next) is above the held one ($t)");
+	}
+	is( query($node, $db, q{SELECT fenced_update('inventory', 31, '{"item": "a"}', '{"stock": 2}')}) . '|'
+		  . query($node, $db, q{SELECT fenced_update('ledger', 61, '{"id": 1}', '{}')}),
+		'1|1', "$label: fresh tokens admitted");
+	return;
+}
+
+sub snapshot
+{
+	my ($db, $from) = @_;
+	my %b = (policies => query($node, $db, $policy_sql), hwms => query($node, $db, $hwm_sql));
+	$b{lease} = query($node, $db, $lease_sql) if $from ne '1.0';
+	return \%b;
+}
+
+my $n = 0;
+# Every version straight to the default one.
+for my $i (0 .. $#chain - 1)
+{
+	my $from = $chain[$i];
+	my $db = 'upd' . $n++;
+	my $label = "$from -> $current";
+	make_state($db, $from);
+	my $before = snapshot($db, $from);
+	is(version_of($db) . '|' . $before->{hwms}, "$from|10 30 50 60 75", "$label: $from installed with state in every scope");
+	my ($ok, $out, $err) = $node->psql($db, 'ALTER EXTENSION fencing UPDATE');
+	is($ok . ($err =~ /ERROR/ ? $err : ''), '0', "$label: ALTER EXTENSION fencing UPDATE succeeds");
+	check_state($db, $label, $from, $current, $before);
+	check_writes($db, $label, $from, $before);
+}
+
+# 1.0 walked one step at a time, when there is more than one step.
+if (@chain > 2)
+{
+	my $db = 'upd_walk';
+	make_state($db, '1.0');
+	my $before = snapshot($db, '1.0');
+	for my $v (@chain[ 1 .. $#chain ])
+	{
+		my $label = "1.0 stepwise, at $v";
+		my ($ok, $out, $err) = $node->psql($db, "ALTER EXTENSION fencing UPDATE TO '$v'");
+		is($ok . ($err =~ /ERROR/ ? $err : ''), '0', "$label: ALTER EXTENSION fencing UPDATE TO '$v' succeeds");
+		check_state($db, $label, '1.0', $v, $before);
+	}
+	check_writes($db, '1.0 stepwise', '1.0', $before);
+}
+
+note 'update paths tested: ' . join(', ',
+	(map { "$_ -> $current" } @chain[ 0 .. $#chain - 1 ]),
+	(@chain > 2 ? ('1.0 -> ' . join(' -> ', @chain[ 1 .. $#chain ])) : ()));
+$node->stop;
+done_testing();
