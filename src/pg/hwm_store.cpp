@@ -1,5 +1,6 @@
 #include "pg/hwm_store.hpp"
 
+#include "pg/hwm_lock.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/raise_registry.hpp"
 #include "pg/durability.hpp"
@@ -244,21 +245,99 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES, false, info);
 }
 
-// True when settled (verdict filled in); false when the row does not exist.
-bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, Token offered,
-                         bool strict, HwmVerdict *verdict) {
+// Opens a direct table and its primary key index, and sets up the scan keys
+// for key. False when the table does not have the direct path's shape.
+bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
+                ScanKeyData *keys) {
     if (!ResolveDirectTable(t))
         return false;
     // Copies: opening the table accepts invalidation messages, whose callback
     // clears t (M1: "could not open relation with OID 0" under autovacuum).
     Oid relid = t->relid;
     Oid index_relid = t->index;
-    Relation rel = table_open(relid, RowExclusiveLock);
-    Relation index = index_open(index_relid, RowExclusiveLock);
-    ScanKeyData keys[2];
+    *rel = table_open(relid, mode);
+    *index = index_open(index_relid, mode);
     for (int i = 0; i < t->nkeys; ++i)
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[i], t->key_eq[i], key[i]);
+                               (*index)->rd_indcollation[i], t->key_eq[i], key[i]);
+    return true;
+}
+
+// Writers at the HWM (non-strict, the offered token equal to the committed
+// HWM) run in parallel: each takes the HWM lock in share mode, held to
+// commit, and no row lock. Then it reads the HWM row with a dirty snapshot,
+// as the unique check does: the committed value, or a raise (or first write,
+// or reset) still in flight, whose transaction it waits for (after letting go
+// of the share lock, so that its raiser may lock again) before reading again.
+// A raise takes the lock in exclusive mode until its new row version exists
+// (DirectCheckAndRaise), so a writer admitted here commits before any raise
+// above its token is visible, and one that arrives during a raise queues
+// behind it and then sees it.
+// True when settled: admitted (the share lock kept) or refused; false when
+// the write raises or creates the HWM, or locks the row instead.
+bool SettledAtHwm(DirectTable *t, const LOCKTAG *tag, const Datum *key, Token offered,
+                  HwmVerdict *verdict) {
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!MayTakeHwmShareLock() || !OpenDirect(t, AccessShareLock, key, &rel, &index, keys))
+        return false;
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    bool settled = false;
+    for (;;) {
+        LockHwmShared(tag);
+        SnapshotData dirty;
+        InitDirtySnapshot(dirty);
+        IndexScanDesc scan = index_beginscan(rel, index, &dirty, t->nkeys, 0);
+        index_rescan(scan, keys, t->nkeys, nullptr, 0);
+        TransactionId writer = InvalidTransactionId;
+        bool found = false;
+        Token hwm = 0;
+        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+                writer = xid;
+                break;
+            }
+            bool isnull;
+            Token value = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
+            if (!found || value > hwm)
+                hwm = value;
+            found = true;
+        }
+        index_endscan(scan);
+        if (TransactionIdIsValid(writer)) {
+            UnlockHwmShared(tag);
+            XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+            continue;
+        }
+        if (found && hwm == offered) {
+            *verdict = {true, offered};
+            settled = true;
+            break;
+        }
+        UnlockHwmShared(tag);
+        if (found && hwm > offered) {
+            *verdict = {false, hwm};
+            settled = true;
+        }
+        break;
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+    return settled;
+}
+
+// True when settled (verdict filled in); false when the row does not exist.
+// A raise holds the HWM lock in exclusive mode from before it locks the row
+// until its new row version exists: it waits for the writers admitted at the
+// HWM before it, and those that come later see the raise (SettledAtHwm).
+bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const LOCKTAG *tag, const Datum *key,
+                         Token offered, bool strict, HwmVerdict *verdict) {
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!OpenDirect(t, RowExclusiveLock, key, &rel, &index, keys))
+        return false;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
     IndexScanDesc scan = index_beginscan(rel, index, snapshot, t->nkeys, 0);
@@ -278,6 +357,12 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
         *verdict = {false, visible_hwm};
         settled = true;
     } else if (found) {
+        // A raise as far as this snapshot tells; an equal token (strict: this
+        // transaction's own raise; non-strict: a writer at the HWM that locks
+        // the row instead of sharing the HWM lock) needs the row lock only.
+        bool exclusive = offered > visible_hwm;
+        if (exclusive)
+            LockHwmExclusive(tag);
         TM_FailureData failure;
         TM_Result result = table_tuple_lock(
             rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleNoKeyExclusive,
@@ -289,6 +374,11 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
                 *verdict = {false, hwm};
             } else {
                 if (offered > hwm) {
+                    // Lower than the snapshot showed (a reset): a raise after all.
+                    if (!exclusive) {
+                        LockHwmExclusive(tag);
+                        exclusive = true;
+                    }
                     bool should_free;
                     HeapTuple old_version = ExecFetchSlotHeapTuple(slot, true, &should_free);
                     Datum value = Int64GetDatum(offered);
@@ -317,6 +407,8 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
         }
         // Otherwise (deleted by fencing_reset, or changed by this very
         // command) the SPI path settles it.
+        if (exclusive)
+            UnlockHwmExclusive(tag);
     }
     ExecDropSingleTupleTableSlot(slot);
     UnregisterSnapshot(snapshot);
@@ -340,13 +432,20 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
     SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len};
     HwmVerdict verdict;
     Datum key[] = {ns, res};
-    if (DirectCheckAndRaise(&resource_direct, h, key, offered, strict, &verdict))
+    LOCKTAG tag;
+    ResourceHwmLockTag(&tag, identity, identity_len);
+    if (!strict && SettledAtHwm(&resource_direct, &tag, key, offered, &verdict))
+        return verdict;
+    if (DirectCheckAndRaise(&resource_direct, h, &tag, key, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
     Datum first_args[] = {ns, res, Int64GetDatum(offered)};
-    return CheckAndRaiseViaSpi(h, &resource_raise, &resource_read, &resource_first, raise_args,
-                               read_args, first_args, offered, strict);
+    LockHwmExclusive(&tag);
+    verdict = CheckAndRaiseViaSpi(h, &resource_raise, &resource_read, &resource_first, raise_args,
+                                  read_args, first_args, offered, strict);
+    UnlockHwmExclusive(&tag);
+    return verdict;
 }
 
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
@@ -354,13 +453,20 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0};
     HwmVerdict verdict;
     Datum key[] = {rel};
-    if (DirectCheckAndRaise(&table_direct, h, key, offered, strict, &verdict))
+    LOCKTAG tag;
+    TableHwmLockTag(&tag, home_relid);
+    if (!strict && SettledAtHwm(&table_direct, &tag, key, offered, &verdict))
+        return verdict;
+    if (DirectCheckAndRaise(&table_direct, h, &tag, key, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    return CheckAndRaiseViaSpi(h, &table_raise, &table_read, &table_first, raise_args, read_args,
-                               first_args, offered, strict);
+    LockHwmExclusive(&tag);
+    verdict = CheckAndRaiseViaSpi(h, &table_raise, &table_read, &table_first, raise_args, read_args,
+                                  first_args, offered, strict);
+    UnlockHwmExclusive(&tag);
+    return verdict;
 }
 
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
