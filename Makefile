@@ -7,6 +7,8 @@
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
+#   make bench-contention pgbench, 8 clients on one resource / one table vs plain
+#   make check-starvation a raise gets through 8 writers at the HWM, timed
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
 #   make format          clang-format the sources
 
@@ -48,7 +50,7 @@ PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 -include $(OBJS:.o=.d)
 
-.PHONY: demo test bench bench-pgbench bench-leases format unit fuzz deps
+.PHONY: demo test bench bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -59,6 +61,10 @@ bench: deps
 	bash test/bench/run.sh
 bench-pgbench: deps
 	bash test/bench/pgbench.sh
+bench-contention: deps
+	CLIENTS=8 ROUNDS=$${ROUNDS:-3} VARIANTS="plain resource1 table" bash test/bench/pgbench.sh
+check-starvation:
+	bash test/starvation/run.sh
 bench-leases: deps
 	bash test/bench/leases.sh
 unit:

@@ -4,6 +4,13 @@
 # Reports median TPS per variant and the cost ratio median(plain)/median(v).
 #
 #   bash test/bench/pgbench.sh            (ROUNDS=5 SECONDS_PER_RUN=8 CLIENTS=1)
+#   make bench-contention                 8 clients on one resource / one table:
+#                                         VARIANTS="plain resource1 table" ROUNDS=3
+#
+# Variants: plain, row, resource (10 resources), resource1 (every row in one
+# resource), table (table scope), hand (hand-written conditional UPDATE),
+# fupdate (fenced_update(), against hand). Every write offers the token the
+# HWMs already hold (the holder's token), so every write is admitted.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROUNDS=${ROUNDS:-5}
@@ -28,11 +35,17 @@ CREATE TABLE fenced (id int PRIMARY KEY, shard int, val int, tok fencing_token) 
 CREATE TABLE fenced2 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE res (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 SELECT fencing_protect('res', scope => 'resource', resource_column => 'shard');
+CREATE TABLE res1 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+SELECT fencing_protect('res1', scope => 'resource', resource_column => 'shard');
+CREATE TABLE tab (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+SELECT fencing_protect('tab', scope => 'table');
 INSERT INTO plain SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
 INSERT INTO hand SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
 INSERT INTO fenced SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
 INSERT INTO fenced2 SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
 INSERT INTO res SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
+INSERT INTO res1 SELECT g, 1000, 0, 5 FROM generate_series(1, 1000) g;
+INSERT INTO tab SELECT g, g % 10, 0, 5 FROM generate_series(1, 1000) g;
 VACUUM ANALYZE;
 SQL
 WORK=$(mktemp -d)
@@ -40,10 +53,12 @@ declare -A SCRIPT=(
     [plain]='UPDATE plain SET val = val + 1, tok = 5 WHERE id = :id;'
     [row]='UPDATE fenced SET val = val + 1, tok = 5 WHERE id = :id;'
     [resource]='UPDATE res SET val = val + 1, tok = 5 WHERE id = :id;'
+    [resource1]='UPDATE res1 SET val = val + 1, tok = 5 WHERE id = :id;'
+    [table]='UPDATE tab SET val = val + 1, tok = 5 WHERE id = :id;'
     [hand]='UPDATE hand SET val = val + 1, tok = 5 WHERE id = :id AND tok <= 5;'
     [fupdate]="SELECT fenced_update('fenced2', 5, jsonb_build_object('id', (:id)::int), '{\"val\": 1}');"
 )
-VARIANTS=(plain row resource hand fupdate)
+read -r -a VARIANTS <<<"${VARIANTS:-plain row resource hand fupdate}"
 for v in "${VARIANTS[@]}"; do
     printf '\\set id random(1, 1000)\n%s\n' "${SCRIPT[$v]}" >"$WORK/$v.sql"
 done
@@ -63,8 +78,11 @@ printf '%-10s %12s %10s\n' variant "median tps" "cost"
 for v in "${VARIANTS[@]}"; do
     m=$(median "$v")
     base=$([ "$v" = fupdate ] && median hand || median plain)
+    printf "%-10s %s\n" "$v" "$(grep "^$v " "$WORK/tps" | awk '{printf "%s ", $2}')" >>"$WORK/raw"
     printf "%-10s %12s %9.3fx\n" "$v" "$m" "$(awk -v b="$base" -v m="$m" "BEGIN {print b / m}")"
 done
+echo "raw tps per round:"
+cat "$WORK/raw"
 echo "(cost = median tps of plain / median tps of the variant; fupdate against hand;"
 echo " $ROUNDS interleaved rounds x ${SECONDS_PER_RUN}s, $CLIENTS client(s), -M prepared, synchronous_commit=off)"
 rm -rf "$WORK"
