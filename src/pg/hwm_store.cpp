@@ -104,19 +104,49 @@ bool FirstInt8(Token *out) {
     return true;
 }
 
-// The shared loop of resource and table scope:
-//   1. conditional UPDATE: one row means admitted, and the row stays locked;
-//   2. otherwise read: a row that does not admit the token means stale;
-//   3. no row yet: INSERT ... ON CONFLICT DO NOTHING; one row means admitted.
-// Steps 2 and 3 can lose a race with a concurrent first write; then the loop
-// runs again against the row that writer committed. In REPEATABLE READ such a
-// race raises a serialization failure inside step 3 instead.
+// The first other transaction still writing (inserting, updating or
+// deleting) an entry of index (on rel) that matches keys, seen with a dirty
+// snapshot as the unique check sees it; InvalidTransactionId when none. Then,
+// with value_attnum set, *found tells whether a committed (or this
+// transaction's) row matches and *value is its int8 column value_attnum.
+TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
+                          TupleTableSlot *slot, AttrNumber value_attnum, bool *found,
+                          Token *value) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
+    index_rescan(scan, keys, nkeys, nullptr, 0);
+    TransactionId writer = InvalidTransactionId;
+    if (value_attnum != 0)
+        *found = false;
+    while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+        TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+        if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+            writer = xid;
+            break;
+        }
+        if (value_attnum != 0) {
+            bool isnull;
+            Token v = DatumGetInt64(slot_getattr(slot, value_attnum, &isnull));
+            if (!*found || v > *value)
+                *value = v;
+            *found = true;
+        }
+    }
+    index_endscan(scan);
+    return writer;
+}
+
 // Which shared HWM a check is about, for the raise registry.
+struct DirectTable;
 struct SharedHwm {
     HwmKind kind;
     Oid relid;
     const char *identity;
     Size identity_len;
+    DirectTable *direct;  // its table's direct path
+    const LOCKTAG *tag;   // its HWM lock (pg/hwm_lock.hpp)
+    const Datum *key;     // its primary key in that table
 };
 
 bool SharedAdmits(const SharedHwm &h, Token offered, Token hwm, bool strict) {
@@ -130,54 +160,6 @@ void NoteRaise(const SharedHwm &h, Token token, bool strict) {
     NoteHwmRaised();
     if (strict)
         RecordRaise(h.kind, h.relid, h.identity, h.identity_len, token);
-}
-
-HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
-                               InternalStatement *read, InternalStatement *first, Datum *raise_args,
-                               Datum *read_args, Datum *first_args, Token offered, bool strict) {
-    InternalSession access;
-    BeginInternal(&access);
-    HwmVerdict verdict = {false, 0};
-    bool settled = false;
-    for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
-        if (Run(raise, raise_args) > 0) {
-            NoteRaise(h, offered, strict);
-            verdict = {true, offered};
-            settled = true;
-            break;
-        }
-        Run(read, read_args);
-        Token hwm;
-        if (FirstInt8(&hwm)) {
-            // Strict, equal, and raised by this transaction, which holds the
-            // row's lock since: admitted without a write. Any other admitting
-            // value goes round again to the conditional UPDATE, which locks
-            // the row: admitting on a read alone would let a raise commit in
-            // between (read, check, write).
-            if (strict && offered == hwm &&
-                RaisedHere(h.kind, h.relid, h.identity, h.identity_len, offered)) {
-                verdict = {true, offered};
-                settled = true;
-            } else if (!SharedAdmits(h, offered, hwm, strict)) {
-                verdict = {false, hwm};
-                settled = true;
-            }
-            continue;
-        }
-        if (Run(first, first_args) > 0) {
-            NoteRaise(h, offered, strict);
-            verdict = {true, offered};
-            settled = true;
-        }
-    }
-    EndInternal(&access);
-    if (settled)
-        return verdict;
-    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                    errmsg("could not settle the fencing high-water mark under concurrent "
-                           "first writes"),
-                    errhint("Retry the transaction.")));
-    pg_unreachable();
 }
 
 // The fast path: the HWM row is found through the primary key index, locked
@@ -275,36 +257,21 @@ bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, 
 // behind it and then sees it.
 // True when settled: admitted (the share lock kept) or refused; false when
 // the write raises or creates the HWM, or locks the row instead.
-bool SettledAtHwm(DirectTable *t, const LOCKTAG *tag, const Datum *key, Token offered,
-                  HwmVerdict *verdict) {
+bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
+    DirectTable *t = h.direct;
+    const LOCKTAG *tag = h.tag;
     Relation rel, index;
     ScanKeyData keys[2];
-    if (!MayTakeHwmShareLock() || !OpenDirect(t, AccessShareLock, key, &rel, &index, keys))
+    if (!MayTakeHwmShareLock() || !OpenDirect(t, AccessShareLock, h.key, &rel, &index, keys))
         return false;
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
     bool settled = false;
     for (;;) {
         LockHwmShared(tag);
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, t->nkeys, 0);
-        index_rescan(scan, keys, t->nkeys, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        bool found = false;
+        bool found;
         Token hwm = 0;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-            bool isnull;
-            Token value = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
-            if (!found || value > hwm)
-                hwm = value;
-            found = true;
-        }
-        index_endscan(scan);
+        TransactionId writer =
+            IndexWriter(rel, index, keys, t->nkeys, slot, t->hwm_attnum, &found, &hwm);
         if (TransactionIdIsValid(writer)) {
             UnlockHwmShared(tag);
             XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
@@ -332,11 +299,12 @@ bool SettledAtHwm(DirectTable *t, const LOCKTAG *tag, const Datum *key, Token of
 // A raise holds the HWM lock in exclusive mode from before it locks the row
 // until its new row version exists: it waits for the writers admitted at the
 // HWM before it, and those that come later see the raise (SettledAtHwm).
-bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const LOCKTAG *tag, const Datum *key,
-                         Token offered, bool strict, HwmVerdict *verdict) {
+bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    DirectTable *t = h.direct;
+    const LOCKTAG *tag = h.tag;
     Relation rel, index;
     ScanKeyData keys[2];
-    if (!OpenDirect(t, RowExclusiveLock, key, &rel, &index, keys))
+    if (!OpenDirect(t, RowExclusiveLock, h.key, &rel, &index, keys))
         return false;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
@@ -364,10 +332,20 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const LOCKTAG *tag,
         if (exclusive)
             LockHwmExclusive(tag);
         TM_FailureData failure;
+        int flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
         TM_Result result = table_tuple_lock(
             rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-            LockWaitBlock, IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-            &failure);
+            exclusive ? LockWaitSkip : LockWaitBlock, flags, &failure);
+        if (result == TM_WouldBlock) {
+            // Another raise is in flight (or a writer holds the row): wait
+            // for it without the HWM lock, which its transaction may ask for
+            // again (a write at the HWM it raised); take the lock again below
+            // if this is still a raise.
+            UnlockHwmExclusive(tag);
+            exclusive = false;
+            result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false),
+                                      LockTupleNoKeyExclusive, LockWaitBlock, flags, &failure);
+        }
         if (result == TM_Ok) {
             Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
             if (!SharedAdmits(h, offered, hwm, strict)) {
@@ -417,6 +395,115 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const LOCKTAG *tag,
     return settled;
 }
 
+// The HWM this backend last saw, by HWM lock: only a hint, choosing which mode
+// to ask for first. A token above it is most likely a raise, which then asks
+// for the exclusive mode at once instead of sharing first; anything else tries
+// the share mode first. Every verdict is reached under the lock either way.
+struct SeenHwm {
+    LOCKTAG tag;
+    Token hwm;
+    bool valid;
+};
+SeenHwm last_seen = {};
+
+// Resource and table scope through the direct path. False when the SPI path
+// must settle it (a first write, or a table not of the direct path's shape).
+bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    bool expect_raise = last_seen.valid && offered > last_seen.hwm &&
+                        memcmp(&last_seen.tag, h.tag, sizeof(LOCKTAG)) == 0;
+    if ((strict || expect_raise || !SettledAtHwm(h, offered, verdict)) &&
+        !DirectCheckAndRaise(h, offered, strict, verdict))
+        return false;
+    last_seen.tag = *h.tag;
+    last_seen.hwm = verdict->admitted ? offered : verdict->hwm;
+    last_seen.valid = true;
+    return true;
+}
+
+// A raise through SPI (a first write, or an HWM table not of the direct
+// path's shape) holds the HWM lock exclusively, but not while waiting for
+// another raise of the row still in flight: its SPI statements would wait for
+// that raiser, whose transaction may ask for the lock again (a write at the
+// HWM it raised). So: lock, look for such a raiser (dirty snapshot), and if
+// there is one let go, wait for it, and start again.
+void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!OpenDirect(t, AccessShareLock, key, &rel, &index, keys)) {
+        LockHwmExclusive(tag);
+        return;
+    }
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    for (;;) {
+        LockHwmExclusive(tag);
+        TransactionId writer = IndexWriter(rel, index, keys, t->nkeys, slot, 0, nullptr, nullptr);
+        if (!TransactionIdIsValid(writer))
+            break;
+        UnlockHwmExclusive(tag);
+        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+}
+
+// The shared loop of resource and table scope:
+//   1. conditional UPDATE: one row means admitted, and the row stays locked;
+//   2. otherwise read: a row that does not admit the token means stale;
+//   3. no row yet: INSERT ... ON CONFLICT DO NOTHING; one row means admitted.
+// Steps 2 and 3 can lose a race with a concurrent first write; then the loop
+// runs again against the row that writer committed. In REPEATABLE READ such a
+// race raises a serialization failure inside step 3 instead.
+HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
+                               InternalStatement *read, InternalStatement *first, Datum *raise_args,
+                               Datum *read_args, Datum *first_args, Token offered, bool strict) {
+    LockForSpiRaise(h.direct, h.tag, h.key);
+    InternalSession access;
+    BeginInternal(&access);
+    HwmVerdict verdict = {false, 0};
+    bool settled = false;
+    for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
+        if (Run(raise, raise_args) > 0) {
+            NoteRaise(h, offered, strict);
+            verdict = {true, offered};
+            settled = true;
+            break;
+        }
+        Run(read, read_args);
+        Token hwm;
+        if (FirstInt8(&hwm)) {
+            // Strict, equal, and raised by this transaction, which holds the
+            // row's lock since: admitted without a write. Any other admitting
+            // value goes round again to the conditional UPDATE, which locks
+            // the row: admitting on a read alone would let a raise commit in
+            // between (read, check, write).
+            if (strict && offered == hwm &&
+                RaisedHere(h.kind, h.relid, h.identity, h.identity_len, offered)) {
+                verdict = {true, offered};
+                settled = true;
+            } else if (!SharedAdmits(h, offered, hwm, strict)) {
+                verdict = {false, hwm};
+                settled = true;
+            }
+            continue;
+        }
+        if (Run(first, first_args) > 0) {
+            NoteRaise(h, offered, strict);
+            verdict = {true, offered};
+            settled = true;
+        }
+    }
+    EndInternal(&access);
+    UnlockHwmExclusive(h.tag);
+    if (settled)
+        return verdict;
+    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                    errmsg("could not settle the fencing high-water mark under concurrent "
+                           "first writes"),
+                    errhint("Retry the transaction.")));
+    pg_unreachable();
+}
+
 }  // namespace
 
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
@@ -429,44 +516,35 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
     char *identity = static_cast<char *>(palloc(identity_len + 1));
     memcpy(identity, name_space, ns_len + 1);
     strcpy(identity + ns_len + 1, resource);
-    SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len};
-    HwmVerdict verdict;
     Datum key[] = {ns, res};
     LOCKTAG tag;
     ResourceHwmLockTag(&tag, identity, identity_len);
-    if (!strict && SettledAtHwm(&resource_direct, &tag, key, offered, &verdict))
-        return verdict;
-    if (DirectCheckAndRaise(&resource_direct, h, &tag, key, offered, strict, &verdict))
+    SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len,
+                   &resource_direct,   &tag,       key};
+    HwmVerdict verdict;
+    if (SettleDirect(h, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
     Datum first_args[] = {ns, res, Int64GetDatum(offered)};
-    LockHwmExclusive(&tag);
-    verdict = CheckAndRaiseViaSpi(h, &resource_raise, &resource_read, &resource_first, raise_args,
-                                  read_args, first_args, offered, strict);
-    UnlockHwmExclusive(&tag);
-    return verdict;
+    return CheckAndRaiseViaSpi(h, &resource_raise, &resource_read, &resource_first, raise_args,
+                               read_args, first_args, offered, strict);
 }
 
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum rel = ObjectIdGetDatum(home_relid);
-    SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0};
-    HwmVerdict verdict;
     Datum key[] = {rel};
     LOCKTAG tag;
     TableHwmLockTag(&tag, home_relid);
-    if (!strict && SettledAtHwm(&table_direct, &tag, key, offered, &verdict))
-        return verdict;
-    if (DirectCheckAndRaise(&table_direct, h, &tag, key, offered, strict, &verdict))
+    SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0, &table_direct, &tag, key};
+    HwmVerdict verdict;
+    if (SettleDirect(h, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    LockHwmExclusive(&tag);
-    verdict = CheckAndRaiseViaSpi(h, &table_raise, &table_read, &table_first, raise_args, read_args,
-                                  first_args, offered, strict);
-    UnlockHwmExclusive(&tag);
-    return verdict;
+    return CheckAndRaiseViaSpi(h, &table_raise, &table_read, &table_first, raise_args, read_args,
+                               first_args, offered, strict);
 }
 
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
@@ -661,30 +739,16 @@ int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
 }
 
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
-    // A dirty snapshot sees the versions of in-progress transactions, as the
-    // unique check does: wait for each such writer, then look again.
+    // Wait for each writer, then look again.
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
     for (;;) {
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        TupleTableSlot *slot = table_slot_create(rel, nullptr);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
-        index_rescan(scan, keys, nkeys, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-        }
-        index_endscan(scan);
-        ExecDropSingleTupleTableSlot(slot);
+        TransactionId writer = IndexWriter(rel, index, keys, nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
         XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
     }
+    ExecDropSingleTupleTableSlot(slot);
 }
-
 void WaitForTombstoneWriters(Oid home_relid, Datum key) {
     DirectTable *t = &tombstone_direct;
     if (!ResolveDirectTable(t)) {
