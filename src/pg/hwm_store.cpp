@@ -20,7 +20,9 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "catalog/pg_authid.h"
@@ -395,28 +397,56 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
     return settled;
 }
 
-// The HWM this backend last saw, by HWM lock: only a hint, choosing which mode
-// to ask for first. A token above it is most likely a raise, which then asks
-// for the exclusive mode at once instead of sharing first; anything else tries
-// the share mode first. Every verdict is reached under the lock either way.
+// The HWMs this backend last saw, by HWM lock: only a hint, choosing which
+// mode to ask for first. A token above the HWM seen is most likely a raise,
+// which then asks for the exclusive mode at once instead of sharing first;
+// anything else tries the share mode first. Every verdict is reached under
+// the lock either way. At most kSeenCapacity entries: when full, it starts
+// over.
 struct SeenHwm {
-    LOCKTAG tag;
+    LOCKTAG tag;  // hash key
     Token hwm;
-    bool valid;
 };
-SeenHwm last_seen = {};
+constexpr long kSeenCapacity = 1024;
+HTAB *seen_hwms = nullptr;
+
+SeenHwm *FindSeen(const LOCKTAG *tag) {
+    if (seen_hwms == nullptr)
+        return nullptr;
+    return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
+}
+
+void NoteSeen(const LOCKTAG *tag, Token hwm) {
+    if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
+        hash_destroy(seen_hwms);
+        seen_hwms = nullptr;
+    }
+    if (seen_hwms == nullptr) {
+        HASHCTL ctl;
+        ctl.keysize = sizeof(LOCKTAG);
+        ctl.entrysize = sizeof(SeenHwm);
+        ctl.hcxt = TopMemoryContext;
+        seen_hwms =
+            hash_create("fencing HWMs seen", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    }
+    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
+    e->hwm = hwm;
+}
 
 // Resource and table scope through the direct path. False when the SPI path
 // must settle it (a first write, or a table not of the direct path's shape).
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
-    bool expect_raise = last_seen.valid && offered > last_seen.hwm &&
-                        memcmp(&last_seen.tag, h.tag, sizeof(LOCKTAG)) == 0;
+    // Nothing below touches seen_hwms, so the entry stays valid.
+    SeenHwm *seen = FindSeen(h.tag);
+    bool expect_raise = seen != nullptr && offered > seen->hwm;
     if ((strict || expect_raise || !SettledAtHwm(h, offered, verdict)) &&
         !DirectCheckAndRaise(h, offered, strict, verdict))
         return false;
-    last_seen.tag = *h.tag;
-    last_seen.hwm = verdict->admitted ? offered : verdict->hwm;
-    last_seen.valid = true;
+    Token hwm = verdict->admitted ? offered : verdict->hwm;
+    if (seen != nullptr)
+        seen->hwm = hwm;
+    else
+        NoteSeen(h.tag, hwm);
     return true;
 }
 
