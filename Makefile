@@ -62,7 +62,7 @@ bench: deps
 bench-pgbench: deps
 	bash test/bench/pgbench.sh
 bench-contention: deps
-	CLIENTS=8 ROUNDS=$${ROUNDS:-3} VARIANTS="plain resource1 table" bash test/bench/pgbench.sh
+	CLIENTS=8 ROUNDS=$${ROUNDS:-5} VARIANTS="plain resource1 table" bash test/bench/pgbench.sh
 check-starvation:
 	bash test/starvation/run.sh
 bench-leases: deps
