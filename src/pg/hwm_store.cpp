@@ -700,10 +700,16 @@ void MergeTombstones(Datum from_relids, Oid to) {
 void MergeTableHwm(Oid relid, Token hwm) {
     Oid types[] = {OIDOID, INT8OID};
     Datum values[] = {ObjectIdGetDatum(relid), Int64GetDatum(hwm)};
+    // A raise like any other: ATTACH PARTITION does not stop the table's
+    // writers, so it waits for those admitted at the HWM (pg/hwm_lock.hpp).
+    LOCKTAG tag;
+    TableHwmLockTag(&tag, relid);
+    LockHwmExclusive(&tag);
     RunInternalSql(
         "INSERT INTO fencing.table_hwm AS t (relid, hwm) VALUES ($1, $2)"
         " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
         2, types, values, nullptr, false);
+    UnlockHwmExclusive(&tag);
     NoteHwmRaised();
 }
 
