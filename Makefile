@@ -8,6 +8,8 @@
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
 #   make bench           instruction-count benchmark under callgrind
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
+#   make bench-contention pgbench, 8 clients on one resource / one table vs plain
+#   make check-starvation a raise gets through 8 writers at the HWM, timed
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
 #   make fuzz            10^7 libFuzzer executions on the parser and decoder (FUZZ_RUNS=)
 #   make examples        the client examples (examples/) on a scratch cluster
@@ -58,7 +60,7 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test tap bench bench-pgbench bench-leases format unit fuzz deps examples
+.PHONY: demo test tap bench bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -72,6 +74,10 @@ bench: deps
 	bash test/bench/run.sh
 bench-pgbench: deps
 	bash test/bench/pgbench.sh
+bench-contention: deps
+	CLIENTS=8 ROUNDS=$${ROUNDS:-5} VARIANTS="plain resource1 table" bash test/bench/pgbench.sh
+check-starvation:
+	bash test/starvation/run.sh
 bench-leases: deps
 	bash test/bench/leases.sh
 examples: deps

@@ -137,6 +137,8 @@ echo "== drivers"
 run_tap_like drivers test/drivers/run.sh
 echo "== keymove"
 run_tap_like keymove test/keymove/run.sh
+echo "== starvation"
+run_tap_like starvation test/starvation/run.sh
 echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"

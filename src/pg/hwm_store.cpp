@@ -1,5 +1,6 @@
 #include "pg/hwm_store.hpp"
 
+#include "pg/hwm_lock.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/raise_registry.hpp"
 #include "pg/durability.hpp"
@@ -19,7 +20,9 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "catalog/pg_authid.h"
@@ -103,19 +106,49 @@ bool FirstInt8(Token *out) {
     return true;
 }
 
-// The shared loop of resource and table scope:
-//   1. conditional UPDATE: one row means admitted, and the row stays locked;
-//   2. otherwise read: a row that does not admit the token means stale;
-//   3. no row yet: INSERT ... ON CONFLICT DO NOTHING; one row means admitted.
-// Steps 2 and 3 can lose a race with a concurrent first write; then the loop
-// runs again against the row that writer committed. In REPEATABLE READ such a
-// race raises a serialization failure inside step 3 instead.
+// The first other transaction still writing (inserting, updating or
+// deleting) an entry of index (on rel) that matches keys, seen with a dirty
+// snapshot as the unique check sees it; InvalidTransactionId when none. Then,
+// with value_attnum set, *found tells whether a committed (or this
+// transaction's) row matches and *value is its int8 column value_attnum.
+TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
+                          TupleTableSlot *slot, AttrNumber value_attnum, bool *found,
+                          Token *value) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
+    index_rescan(scan, keys, nkeys, nullptr, 0);
+    TransactionId writer = InvalidTransactionId;
+    if (value_attnum != 0)
+        *found = false;
+    while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+        TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+        if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
+            writer = xid;
+            break;
+        }
+        if (value_attnum != 0) {
+            bool isnull;
+            Token v = DatumGetInt64(slot_getattr(slot, value_attnum, &isnull));
+            if (!*found || v > *value)
+                *value = v;
+            *found = true;
+        }
+    }
+    index_endscan(scan);
+    return writer;
+}
+
 // Which shared HWM a check is about, for the raise registry.
+struct DirectTable;
 struct SharedHwm {
     HwmKind kind;
     Oid relid;
     const char *identity;
     Size identity_len;
+    DirectTable *direct;  // its table's direct path
+    const LOCKTAG *tag;   // its HWM lock (pg/hwm_lock.hpp)
+    const Datum *key;     // its primary key in that table
 };
 
 bool SharedAdmits(const SharedHwm &h, Token offered, Token hwm, bool strict) {
@@ -129,54 +162,6 @@ void NoteRaise(const SharedHwm &h, Token token, bool strict) {
     NoteHwmRaised();
     if (strict)
         RecordRaise(h.kind, h.relid, h.identity, h.identity_len, token);
-}
-
-HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
-                               InternalStatement *read, InternalStatement *first, Datum *raise_args,
-                               Datum *read_args, Datum *first_args, Token offered, bool strict) {
-    InternalSession access;
-    BeginInternal(&access);
-    HwmVerdict verdict = {false, 0};
-    bool settled = false;
-    for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
-        if (Run(raise, raise_args) > 0) {
-            NoteRaise(h, offered, strict);
-            verdict = {true, offered};
-            settled = true;
-            break;
-        }
-        Run(read, read_args);
-        Token hwm;
-        if (FirstInt8(&hwm)) {
-            // Strict, equal, and raised by this transaction, which holds the
-            // row's lock since: admitted without a write. Any other admitting
-            // value goes round again to the conditional UPDATE, which locks
-            // the row: admitting on a read alone would let a raise commit in
-            // between (read, check, write).
-            if (strict && offered == hwm &&
-                RaisedHere(h.kind, h.relid, h.identity, h.identity_len, offered)) {
-                verdict = {true, offered};
-                settled = true;
-            } else if (!SharedAdmits(h, offered, hwm, strict)) {
-                verdict = {false, hwm};
-                settled = true;
-            }
-            continue;
-        }
-        if (Run(first, first_args) > 0) {
-            NoteRaise(h, offered, strict);
-            verdict = {true, offered};
-            settled = true;
-        }
-    }
-    EndInternal(&access);
-    if (settled)
-        return verdict;
-    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                    errmsg("could not settle the fencing high-water mark under concurrent "
-                           "first writes"),
-                    errhint("Retry the transaction.")));
-    pg_unreachable();
 }
 
 // The fast path: the HWM row is found through the primary key index, locked
@@ -244,21 +229,85 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES, false, info);
 }
 
-// True when settled (verdict filled in); false when the row does not exist.
-bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, Token offered,
-                         bool strict, HwmVerdict *verdict) {
+// Opens a direct table and its primary key index, and sets up the scan keys
+// for key. False when the table does not have the direct path's shape.
+bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
+                ScanKeyData *keys) {
     if (!ResolveDirectTable(t))
         return false;
     // Copies: opening the table accepts invalidation messages, whose callback
     // clears t (M1: "could not open relation with OID 0" under autovacuum).
     Oid relid = t->relid;
     Oid index_relid = t->index;
-    Relation rel = table_open(relid, RowExclusiveLock);
-    Relation index = index_open(index_relid, RowExclusiveLock);
-    ScanKeyData keys[2];
+    *rel = table_open(relid, mode);
+    *index = index_open(index_relid, mode);
     for (int i = 0; i < t->nkeys; ++i)
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[i], t->key_eq[i], key[i]);
+                               (*index)->rd_indcollation[i], t->key_eq[i], key[i]);
+    return true;
+}
+
+// Writers at the HWM (non-strict, the offered token equal to the committed
+// HWM) run in parallel: each takes the HWM lock in share mode, held to
+// commit, and no row lock. Then it reads the HWM row with a dirty snapshot,
+// as the unique check does: the committed value, or a raise (or first write,
+// or reset) still in flight, whose transaction it waits for (after letting go
+// of the share lock, so that its raiser may lock again) before reading again.
+// A raise takes the lock in exclusive mode until its new row version exists
+// (DirectCheckAndRaise), so a writer admitted here commits before any raise
+// above its token is visible, and one that arrives during a raise queues
+// behind it and then sees it.
+// True when settled: admitted (the share lock kept) or refused; false when
+// the write raises or creates the HWM, or locks the row instead.
+bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
+    DirectTable *t = h.direct;
+    const LOCKTAG *tag = h.tag;
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!MayTakeHwmShareLock() || !OpenDirect(t, AccessShareLock, h.key, &rel, &index, keys))
+        return false;
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    bool settled = false;
+    for (;;) {
+        LockHwmShared(tag);
+        bool found;
+        Token hwm = 0;
+        TransactionId writer =
+            IndexWriter(rel, index, keys, t->nkeys, slot, t->hwm_attnum, &found, &hwm);
+        if (TransactionIdIsValid(writer)) {
+            UnlockHwmShared(tag);
+            XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+            continue;
+        }
+        if (found && hwm == offered) {
+            *verdict = {true, offered};
+            settled = true;
+            break;
+        }
+        UnlockHwmShared(tag);
+        if (found && hwm > offered) {
+            *verdict = {false, hwm};
+            settled = true;
+        }
+        break;
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+    return settled;
+}
+
+// True when settled (verdict filled in); false when the row does not exist.
+// A raise holds the HWM lock in exclusive mode from before it locks the row
+// until its new row version exists: it waits for the writers admitted at the
+// HWM before it, and those that come later see the raise (SettledAtHwm).
+bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    DirectTable *t = h.direct;
+    const LOCKTAG *tag = h.tag;
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!OpenDirect(t, RowExclusiveLock, h.key, &rel, &index, keys))
+        return false;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
     IndexScanDesc scan = index_beginscan(rel, index, snapshot, t->nkeys, 0);
@@ -278,17 +327,38 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
         *verdict = {false, visible_hwm};
         settled = true;
     } else if (found) {
+        // A raise as far as this snapshot tells; an equal token (strict: this
+        // transaction's own raise; non-strict: a writer at the HWM that locks
+        // the row instead of sharing the HWM lock) needs the row lock only.
+        bool exclusive = offered > visible_hwm;
+        if (exclusive)
+            LockHwmExclusive(tag);
         TM_FailureData failure;
+        int flags = IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION;
         TM_Result result = table_tuple_lock(
             rel, &tid, snapshot, slot, GetCurrentCommandId(false), LockTupleNoKeyExclusive,
-            LockWaitBlock, IsolationUsesXactSnapshot() ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
-            &failure);
+            exclusive ? LockWaitSkip : LockWaitBlock, flags, &failure);
+        if (result == TM_WouldBlock) {
+            // Another raise is in flight (or a writer holds the row): wait
+            // for it without the HWM lock, which its transaction may ask for
+            // again (a write at the HWM it raised); take the lock again below
+            // if this is still a raise.
+            UnlockHwmExclusive(tag);
+            exclusive = false;
+            result = table_tuple_lock(rel, &tid, snapshot, slot, GetCurrentCommandId(false),
+                                      LockTupleNoKeyExclusive, LockWaitBlock, flags, &failure);
+        }
         if (result == TM_Ok) {
             Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
             if (!SharedAdmits(h, offered, hwm, strict)) {
                 *verdict = {false, hwm};
             } else {
                 if (offered > hwm) {
+                    // Lower than the snapshot showed (a reset): a raise after all.
+                    if (!exclusive) {
+                        LockHwmExclusive(tag);
+                        exclusive = true;
+                    }
                     bool should_free;
                     HeapTuple old_version = ExecFetchSlotHeapTuple(slot, true, &should_free);
                     Datum value = Int64GetDatum(offered);
@@ -317,12 +387,151 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
         }
         // Otherwise (deleted by fencing_reset, or changed by this very
         // command) the SPI path settles it.
+        if (exclusive)
+            UnlockHwmExclusive(tag);
     }
     ExecDropSingleTupleTableSlot(slot);
     UnregisterSnapshot(snapshot);
     index_close(index, NoLock);
     table_close(rel, NoLock);
     return settled;
+}
+
+// The HWMs this backend last saw, by HWM lock: only a hint, choosing which
+// mode to ask for first. A token above the HWM seen is most likely a raise,
+// which then asks for the exclusive mode at once instead of sharing first;
+// anything else tries the share mode first. Every verdict is reached under
+// the lock either way. At most kSeenCapacity entries: when full, it starts
+// over.
+struct SeenHwm {
+    LOCKTAG tag;  // hash key
+    Token hwm;
+};
+constexpr long kSeenCapacity = 1024;
+HTAB *seen_hwms = nullptr;
+
+SeenHwm *FindSeen(const LOCKTAG *tag) {
+    if (seen_hwms == nullptr)
+        return nullptr;
+    return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
+}
+
+void NoteSeen(const LOCKTAG *tag, Token hwm) {
+    if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
+        hash_destroy(seen_hwms);
+        seen_hwms = nullptr;
+    }
+    if (seen_hwms == nullptr) {
+        HASHCTL ctl;
+        ctl.keysize = sizeof(LOCKTAG);
+        ctl.entrysize = sizeof(SeenHwm);
+        ctl.hcxt = TopMemoryContext;
+        seen_hwms =
+            hash_create("fencing HWMs seen", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+    }
+    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
+    e->hwm = hwm;
+}
+
+// Resource and table scope through the direct path. False when the SPI path
+// must settle it (a first write, or a table not of the direct path's shape).
+bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    // Nothing below touches seen_hwms, so the entry stays valid.
+    SeenHwm *seen = FindSeen(h.tag);
+    bool expect_raise = seen != nullptr && offered > seen->hwm;
+    if ((strict || expect_raise || !SettledAtHwm(h, offered, verdict)) &&
+        !DirectCheckAndRaise(h, offered, strict, verdict))
+        return false;
+    Token hwm = verdict->admitted ? offered : verdict->hwm;
+    if (seen != nullptr)
+        seen->hwm = hwm;
+    else
+        NoteSeen(h.tag, hwm);
+    return true;
+}
+
+// A raise through SPI (a first write, or an HWM table not of the direct
+// path's shape) holds the HWM lock exclusively, but not while waiting for
+// another raise of the row still in flight: its SPI statements would wait for
+// that raiser, whose transaction may ask for the lock again (a write at the
+// HWM it raised). So: lock, look for such a raiser (dirty snapshot), and if
+// there is one let go, wait for it, and start again.
+void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!OpenDirect(t, AccessShareLock, key, &rel, &index, keys)) {
+        LockHwmExclusive(tag);
+        return;
+    }
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    for (;;) {
+        LockHwmExclusive(tag);
+        TransactionId writer = IndexWriter(rel, index, keys, t->nkeys, slot, 0, nullptr, nullptr);
+        if (!TransactionIdIsValid(writer))
+            break;
+        UnlockHwmExclusive(tag);
+        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+}
+
+// The shared loop of resource and table scope:
+//   1. conditional UPDATE: one row means admitted, and the row stays locked;
+//   2. otherwise read: a row that does not admit the token means stale;
+//   3. no row yet: INSERT ... ON CONFLICT DO NOTHING; one row means admitted.
+// Steps 2 and 3 can lose a race with a concurrent first write; then the loop
+// runs again against the row that writer committed. In REPEATABLE READ such a
+// race raises a serialization failure inside step 3 instead.
+HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
+                               InternalStatement *read, InternalStatement *first, Datum *raise_args,
+                               Datum *read_args, Datum *first_args, Token offered, bool strict) {
+    LockForSpiRaise(h.direct, h.tag, h.key);
+    InternalSession access;
+    BeginInternal(&access);
+    HwmVerdict verdict = {false, 0};
+    bool settled = false;
+    for (int attempt = 0; attempt < 8 && !settled; ++attempt) {
+        if (Run(raise, raise_args) > 0) {
+            NoteRaise(h, offered, strict);
+            verdict = {true, offered};
+            settled = true;
+            break;
+        }
+        Run(read, read_args);
+        Token hwm;
+        if (FirstInt8(&hwm)) {
+            // Strict, equal, and raised by this transaction, which holds the
+            // row's lock since: admitted without a write. Any other admitting
+            // value goes round again to the conditional UPDATE, which locks
+            // the row: admitting on a read alone would let a raise commit in
+            // between (read, check, write).
+            if (strict && offered == hwm &&
+                RaisedHere(h.kind, h.relid, h.identity, h.identity_len, offered)) {
+                verdict = {true, offered};
+                settled = true;
+            } else if (!SharedAdmits(h, offered, hwm, strict)) {
+                verdict = {false, hwm};
+                settled = true;
+            }
+            continue;
+        }
+        if (Run(first, first_args) > 0) {
+            NoteRaise(h, offered, strict);
+            verdict = {true, offered};
+            settled = true;
+        }
+    }
+    EndInternal(&access);
+    UnlockHwmExclusive(h.tag);
+    if (settled)
+        return verdict;
+    ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                    errmsg("could not settle the fencing high-water mark under concurrent "
+                           "first writes"),
+                    errhint("Retry the transaction.")));
+    pg_unreachable();
 }
 
 }  // namespace
@@ -337,10 +546,13 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
     char *identity = static_cast<char *>(palloc(identity_len + 1));
     memcpy(identity, name_space, ns_len + 1);
     strcpy(identity + ns_len + 1, resource);
-    SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len};
-    HwmVerdict verdict;
     Datum key[] = {ns, res};
-    if (DirectCheckAndRaise(&resource_direct, h, key, offered, strict, &verdict))
+    LOCKTAG tag;
+    ResourceHwmLockTag(&tag, identity, identity_len);
+    SharedHwm h = {HwmKind::kResource, InvalidOid, identity, identity_len,
+                   &resource_direct,   &tag,       key};
+    HwmVerdict verdict;
+    if (SettleDirect(h, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
@@ -351,10 +563,12 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
 
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum rel = ObjectIdGetDatum(home_relid);
-    SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0};
-    HwmVerdict verdict;
     Datum key[] = {rel};
-    if (DirectCheckAndRaise(&table_direct, h, key, offered, strict, &verdict))
+    LOCKTAG tag;
+    TableHwmLockTag(&tag, home_relid);
+    SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0, &table_direct, &tag, key};
+    HwmVerdict verdict;
+    if (SettleDirect(h, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
@@ -486,10 +700,16 @@ void MergeTombstones(Datum from_relids, Oid to) {
 void MergeTableHwm(Oid relid, Token hwm) {
     Oid types[] = {OIDOID, INT8OID};
     Datum values[] = {ObjectIdGetDatum(relid), Int64GetDatum(hwm)};
+    // A raise like any other: ATTACH PARTITION does not stop the table's
+    // writers, so it waits for those admitted at the HWM (pg/hwm_lock.hpp).
+    LOCKTAG tag;
+    TableHwmLockTag(&tag, relid);
+    LockHwmExclusive(&tag);
     RunInternalSql(
         "INSERT INTO fencing.table_hwm AS t (relid, hwm) VALUES ($1, $2)"
         " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
         2, types, values, nullptr, false);
+    UnlockHwmExclusive(&tag);
     NoteHwmRaised();
 }
 
@@ -555,30 +775,16 @@ int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
 }
 
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
-    // A dirty snapshot sees the versions of in-progress transactions, as the
-    // unique check does: wait for each such writer, then look again.
+    // Wait for each writer, then look again.
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
     for (;;) {
-        SnapshotData dirty;
-        InitDirtySnapshot(dirty);
-        TupleTableSlot *slot = table_slot_create(rel, nullptr);
-        IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
-        index_rescan(scan, keys, nkeys, nullptr, 0);
-        TransactionId writer = InvalidTransactionId;
-        while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
-            TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-            if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-                writer = xid;
-                break;
-            }
-        }
-        index_endscan(scan);
-        ExecDropSingleTupleTableSlot(slot);
+        TransactionId writer = IndexWriter(rel, index, keys, nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
         XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
     }
+    ExecDropSingleTupleTableSlot(slot);
 }
-
 void WaitForTombstoneWriters(Oid home_relid, Datum key) {
     DirectTable *t = &tombstone_direct;
     if (!ResolveDirectTable(t)) {

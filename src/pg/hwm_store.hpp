@@ -4,10 +4,13 @@
 // scripts drop a dropped table's rows in its sql_drop event triggers).
 //
 // Durable high-water marks in the extension's own WAL-logged tables
-// (schema fencing). Every check-and-raise is one atomic step: a conditional
-// UPDATE, or an INSERT ... ON CONFLICT for a first write; the HWM row stays
-// locked by the writer until it commits, so a lower concurrent writer waits
-// and is then judged against the committed value.
+// (schema fencing). Every raise is one atomic step: a conditional UPDATE, or
+// an INSERT ... ON CONFLICT for a first write; the HWM row stays locked by the
+// raiser until it commits, so a lower concurrent writer waits and is then
+// judged against the committed value. Resource and table scope also take the
+// HWM lock (pg/hwm_lock.hpp): a writer whose token equals the HWM shares it
+// and locks no row, so such writers run in parallel; a raise takes it
+// exclusively and so waits for them, and they queue behind it.
 #pragma once
 
 #include "core/policy.hpp"
