@@ -33,6 +33,10 @@ int stats_max = 5000;
 constexpr int kNamespaceCapacity = 64;
 constexpr int kResourceCapacity = 128;
 constexpr int kKeyCapacity = 256;
+// A value of the log line is cut after this many bytes (then ends in "..."):
+// a resource value may be as long as a text can be, and its escaped copy
+// would overflow a string buffer, turning the LOG line into an error.
+constexpr int kLogValueCapacity = 1024;
 
 enum Kind : uint32 { kTableEntry = 1, kNamespaceEntry = 2, kLeaseEntry = 3 };
 
@@ -257,8 +261,14 @@ void RecordRejection(StatsEntry *e, Oid relid, const char *key, Token offered, T
 // no encoding, every byte above 0x7F is written \xNN.
 void AppendQuoted(StringInfo buf, const char *value) {
     int encoding = GetDatabaseEncoding();
+    if (value == nullptr)
+        value = "";
+    int len = static_cast<int>(strnlen(value, kLogValueCapacity + 1));
+    bool cut = len > kLogValueCapacity;
+    if (cut)
+        len = pg_mbcliplen(value, len, kLogValueCapacity);
     appendStringInfoChar(buf, '"');
-    for (const char *p = value != nullptr ? value : ""; *p != '\0'; ++p) {
+    for (const char *p = value; p < value + len; ++p) {
         unsigned char c = static_cast<unsigned char>(*p);
         unsigned char next = static_cast<unsigned char>(p[1]);
         if (c == '"' || c == '\\')
@@ -278,6 +288,8 @@ void AppendQuoted(StringInfo buf, const char *value) {
         } else
             appendStringInfoChar(buf, static_cast<char>(c));
     }
+    if (cut)
+        appendStringInfoString(buf, "...");
     appendStringInfoChar(buf, '"');
 }
 

@@ -227,6 +227,16 @@ ok(defined $uni && $uni !~ /\xe2\x80\xa8|\xc2\x85/, 'no raw U+2028 or NEL in the
 is(defined $uni ? ($uni =~ $re)[3] : undef, 'key (item)=(u\u2028v\u0085w)',
     'they are written \uNNNN and the line parses');
 
+# A long value is cut at 1024 bytes (then "..."): a resource may be as long as
+# a text, and its escaped copy must not overflow the line's buffer.
+sql(q{INSERT INTO shards VALUES (2, repeat(E'\\x01', 100000), 70)});
+$node->psql('postgres', q{SET application_name = 'tap-long';
+BEGIN; SET LOCAL fencing.token = 41; UPDATE shards SET fence = 41 WHERE id = 2; COMMIT;});
+my ($long) = grep { /tap-long/ && /fencing: stale write/ } split /\n/, slurp_file($node->logfile);
+my $long_key = defined $long ? ($long =~ $re)[3] : undef;
+ok(defined $long_key && length($long_key) < 4 * 1024 + 100 && $long_key =~ /\\x01\.\.\.$/,
+    'a long key is cut and marked in the LOG line, which still parses');
+
 # When every entry is in use (fencing.stats_max = 100), any role can fill
 # them (a lease per resource name); a table created then is not counted, and
 # the views say so (NULL, a hint) rather than showing 0 stale writes.
