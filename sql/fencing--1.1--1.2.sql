@@ -154,10 +154,13 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
                 ELSE info.hint END AS hint
       FROM objects o
      CROSS JOIN info
+      -- Hashable equalities (IS NOT DISTINCT FROM would be a nested loop over
+      -- every entry): a table has no name hash, a namespace no OID.
       LEFT JOIN raw r
         ON r.kind OPERATOR(pg_catalog.=) o.kind
-       AND r.relid IS NOT DISTINCT FROM o.relid
-       AND r.name_hash IS NOT DISTINCT FROM o.name_hash
+       AND COALESCE(r.relid, 0::pg_catalog.oid) OPERATOR(pg_catalog.=)
+           COALESCE(o.relid, 0::pg_catalog.oid)
+       AND COALESCE(r.name_hash, 0) OPERATOR(pg_catalog.=) COALESCE(o.name_hash, 0)
      -- Counting, an object without an entry has counted nothing yet: 0;
      -- unless every entry is in use: then it is not counted at all (NULL, and
      -- the hint says so), not "nothing turned away".
