@@ -9,6 +9,14 @@
 -- The counters are not kept: everything below then sees NULLs.
 SELECT hint FROM fencing_stats_info WHERE NOT counters_enabled;
 
+-- name: counters_full
+-- Every fencing.stats_max entry is in use: new tables, namespaces and lease
+-- resources are not counted (their counters are NULL in the views). Any role
+-- may fill the entries (a lease per resource name): raise fencing.stats_max,
+-- and look for who did.
+SELECT entries, max_entries, untracked_events FROM fencing_stats_info
+ WHERE entries >= max_entries;
+
 -- name: stale_rejections
 -- Any stale write turned away (refused or skipped): a lock holder lost its
 -- lock and kept writing. Compare writes with the previous run to alert on new ones.

@@ -25,7 +25,8 @@ CREATE FUNCTION fencing.write_stats(
         OUT missing_token pg_catalog.int8, OUT highest_hwm pg_catalog.int8,
         OUT rejected_at pg_catalog.timestamptz, OUT rejected_offered pg_catalog.int8,
         OUT rejected_hwm pg_catalog.int8, OUT rejected_relid pg_catalog.oid,
-        OUT rejected_key pg_catalog.text, OUT names_truncated pg_catalog.bool)
+        OUT rejected_key pg_catalog.text, OUT names_truncated pg_catalog.bool,
+        OUT name_hash pg_catalog.int8)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'fencing_write_stats' LANGUAGE C VOLATILE;
 CREATE FUNCTION fencing.lease_stats(
         OUT namespace pg_catalog.text, OUT resource pg_catalog.text,
@@ -34,13 +35,24 @@ CREATE FUNCTION fencing.lease_stats(
         OUT renewals pg_catalog.int8, OUT releases pg_catalog.int8,
         OUT hold_total_us pg_catalog.int8, OUT hold_max_us pg_catalog.int8,
         OUT expiries pg_catalog.int8, OUT last_token pg_catalog.int8,
-        OUT names_truncated pg_catalog.bool)
+        OUT names_truncated pg_catalog.bool, OUT name_hash pg_catalog.int8)
     RETURNS SETOF record AS 'MODULE_PATHNAME', 'fencing_lease_stats' LANGUAGE C VOLATILE;
 CREATE FUNCTION fencing.stats_info(
         OUT preloaded pg_catalog.bool, OUT track_stats pg_catalog.bool,
         OUT max_entries pg_catalog.int4, OUT entries pg_catalog.int8,
         OUT untracked_events pg_catalog.int8, OUT stats_reset pg_catalog.timestamptz)
     RETURNS record AS 'MODULE_PATHNAME', 'fencing_stats_info' LANGUAGE C VOLATILE;
+
+-- An entry's names are kept truncated (63 bytes of namespace, 127 of
+-- resource), so the views never judge an entry by its stored names: they
+-- match it to the catalog's full names (fencing.resource_namespace,
+-- fencing.protected, fencing.lease) by the hash of the full names it is keyed
+-- by, and a truncated entry that matches none is shown only to
+-- pg_read_all_stats. (Else a role owning namespace 'NNN…' of 63 bytes would
+-- see every longer namespace beginning so.)
+CREATE FUNCTION fencing.stats_name_hash(namespace pg_catalog.text, resource pg_catalog.text)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_stats_name_hash'
+    LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
 -- The role whose privileges a namespace's rows need ('default': the
 -- extension's owner), as in fencing_leases.
@@ -76,22 +88,47 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
                               WHEN NOT i.track_stats
                               THEN 'counters are off: SET fencing.track_stats = on'
                          END AS hint,
-                         i.preloaded
+                         i.preloaded,
+                         i.entries OPERATOR(pg_catalog.>=) i.max_entries AS is_full
                     FROM fencing.stats_info() i),
     raw AS (SELECT * FROM fencing.write_stats()),
-    objects AS (
-        SELECT 'table'::pg_catalog.text AS kind, p.relid::pg_catalog.oid AS relid,
-               NULL::pg_catalog.text AS namespace
-          FROM fencing.protected p
-        UNION
-        SELECT 'namespace', NULL, p.resource_namespace
-          FROM fencing.protected p
+    -- Namespaces by their full names: the catalog's, and the entries'
+    -- untruncated ones.
+    names AS (
+        SELECT p.resource_namespace AS namespace FROM fencing.protected p
          WHERE p.scope OPERATOR(pg_catalog.=) 'resource'
         UNION
-        SELECT r.kind, r.relid, r.namespace FROM raw r
-         WHERE r.kind OPERATOR(pg_catalog.=) 'namespace'
-            OR EXISTS (SELECT 1 FROM pg_catalog.pg_class c
-                        WHERE c.oid OPERATOR(pg_catalog.=) r.relid))
+        SELECT n.name FROM fencing.resource_namespace n
+        UNION
+        SELECT r.namespace FROM raw r
+         WHERE r.kind OPERATOR(pg_catalog.=) 'namespace' AND NOT r.names_truncated),
+    -- owner_known: the namespace is the full name, whose owner decides.
+    objects AS (
+        SELECT 'table'::pg_catalog.text AS kind, p.relid::pg_catalog.oid AS relid,
+               NULL::pg_catalog.text AS namespace, NULL::pg_catalog.int8 AS name_hash,
+               true AS owner_known
+          FROM fencing.protected p
+        UNION
+        SELECT r.kind, r.relid, NULL, NULL, true FROM raw r
+         WHERE r.kind OPERATOR(pg_catalog.=) 'table'
+           AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                        WHERE c.oid OPERATOR(pg_catalog.=) r.relid)
+        UNION
+        SELECT 'namespace', NULL, n.namespace, fencing.stats_name_hash(n.namespace, NULL), true
+          FROM names n
+         WHERE EXISTS (SELECT 1 FROM fencing.protected p
+                        WHERE p.resource_namespace OPERATOR(pg_catalog.=) n.namespace)
+            OR EXISTS (SELECT 1 FROM raw r
+                        WHERE r.kind OPERATOR(pg_catalog.=) 'namespace'
+                          AND r.name_hash OPERATOR(pg_catalog.=)
+                              fencing.stats_name_hash(n.namespace, NULL))
+        UNION
+        -- A truncated entry no catalog name matches.
+        SELECT r.kind, NULL, r.namespace, r.name_hash, false FROM raw r
+         WHERE r.kind OPERATOR(pg_catalog.=) 'namespace' AND r.names_truncated
+           AND NOT EXISTS (SELECT 1 FROM names n
+                            WHERE fencing.stats_name_hash(n.namespace, NULL)
+                                  OPERATOR(pg_catalog.=) r.name_hash))
     SELECT o.kind, o.relid::pg_catalog.regclass AS table_name, o.namespace,
            info.enabled AS counters_enabled,
            c.accepted OPERATOR(pg_catalog.+) c.unfenced OPERATOR(pg_catalog.+) c.rejected
@@ -112,20 +149,29 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
            h.hwm::pg_catalog.float8 OPERATOR(pg_catalog./) 9223372036854775807::pg_catalog.float8
                AS token_range_used,
            CASE WHEN info.preloaded THEN info.stats_reset END AS stats_reset,
-           info.hint
+           CASE WHEN info.preloaded AND NOT k.counted
+                THEN 'not counted: all fencing.stats_max entries are in use (see fencing_stats_info.untracked_events)'
+                ELSE info.hint END AS hint
       FROM objects o
      CROSS JOIN info
+      -- Hashable equalities (IS NOT DISTINCT FROM would be a nested loop over
+      -- every entry): a table has no name hash, a namespace no OID.
       LEFT JOIN raw r
         ON r.kind OPERATOR(pg_catalog.=) o.kind
-       AND r.relid IS NOT DISTINCT FROM o.relid
-       AND r.namespace IS NOT DISTINCT FROM o.namespace
-     -- Counting, an object without an entry has counted nothing yet: 0.
+       AND COALESCE(r.relid, 0::pg_catalog.oid) OPERATOR(pg_catalog.=)
+           COALESCE(o.relid, 0::pg_catalog.oid)
+       AND COALESCE(r.name_hash, 0) OPERATOR(pg_catalog.=) COALESCE(o.name_hash, 0)
+     -- Counting, an object without an entry has counted nothing yet: 0;
+     -- unless every entry is in use: then it is not counted at all (NULL, and
+     -- the hint says so), not "nothing turned away".
      CROSS JOIN LATERAL (
-           SELECT CASE WHEN info.preloaded THEN COALESCE(r.accepted, 0) END AS accepted,
-                  CASE WHEN info.preloaded THEN COALESCE(r.unfenced, 0) END AS unfenced,
-                  CASE WHEN info.preloaded THEN COALESCE(r.rejected, 0) END AS rejected,
-                  CASE WHEN info.preloaded THEN COALESCE(r.skipped, 0) END AS skipped,
-                  CASE WHEN info.preloaded THEN COALESCE(r.missing_token, 0) END AS missing_token) c
+           SELECT info.preloaded AND (r.kind IS NOT NULL OR NOT info.is_full) AS counted) k
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN k.counted THEN COALESCE(r.accepted, 0) END AS accepted,
+                  CASE WHEN k.counted THEN COALESCE(r.unfenced, 0) END AS unfenced,
+                  CASE WHEN k.counted THEN COALESCE(r.rejected, 0) END AS rejected,
+                  CASE WHEN k.counted THEN COALESCE(r.skipped, 0) END AS skipped,
+                  CASE WHEN k.counted THEN COALESCE(r.missing_token, 0) END AS missing_token) c
      CROSS JOIN LATERAL (
            SELECT pg_catalog.max(x) AS hwm
              FROM (SELECT r.highest_hwm
@@ -135,14 +181,17 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
      WHERE pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
         OR CASE WHEN o.kind OPERATOR(pg_catalog.=) 'table'
                 THEN pg_catalog.has_table_privilege(o.relid, 'SELECT')
-                ELSE pg_catalog.pg_has_role(fencing.namespace_owner(o.namespace), 'USAGE') END;
+                ELSE o.owner_known
+                     AND pg_catalog.pg_has_role(fencing.namespace_owner(o.namespace), 'USAGE')
+           END;
 GRANT SELECT ON @extschema@.fencing_stats TO PUBLIC;
 
 -- One row per lease resource (fencing.lease) and per resource with counters,
 -- for the namespaces whose owner's privileges the caller has (every row for
 -- members of pg_read_all_stats). Times in milliseconds.
 CREATE VIEW @extschema@.fencing_lease_stats WITH (security_barrier = true) AS
-    WITH info AS (SELECT i.preloaded AND i.track_stats AS enabled, i.preloaded, i.stats_reset
+    WITH info AS (SELECT i.preloaded AND i.track_stats AS enabled, i.preloaded, i.stats_reset,
+                         i.entries OPERATOR(pg_catalog.>=) i.max_entries AS is_full
                     FROM fencing.stats_info() i)
     SELECT COALESCE(l.namespace, s.namespace) AS namespace,
            COALESCE(l.resource, s.resource) AS resource,
@@ -160,24 +209,31 @@ CREATE VIEW @extschema@.fencing_lease_stats WITH (security_barrier = true) AS
             AND l.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()) AS live,
            CASE WHEN info.preloaded THEN info.stats_reset END AS stats_reset
       FROM fencing.lease l
+      -- By the hash of the full names (the entry's may be truncated).
       FULL JOIN fencing.lease_stats() s
-        ON s.namespace OPERATOR(pg_catalog.=) l.namespace
-       AND s.resource OPERATOR(pg_catalog.=) l.resource
+        ON s.name_hash OPERATOR(pg_catalog.=) fencing.stats_name_hash(l.namespace, l.resource)
      CROSS JOIN info
-     -- Counting, a resource without an entry has counted nothing yet: 0.
+     -- Counting, a resource without an entry has counted nothing yet: 0;
+     -- unless every entry is in use: then it is not counted (NULL).
      CROSS JOIN LATERAL (
-           SELECT CASE WHEN info.preloaded THEN COALESCE(s.acquisitions, 0) END AS acquisitions,
-                  CASE WHEN info.preloaded THEN COALESCE(s.contended, 0) END AS contended,
-                  CASE WHEN info.preloaded THEN COALESCE(s.wait_total_us, 0) END AS wait_total_us,
-                  CASE WHEN info.preloaded THEN COALESCE(s.wait_max_us, 0) END AS wait_max_us,
-                  CASE WHEN info.preloaded THEN COALESCE(s.renewals, 0) END AS renewals,
-                  CASE WHEN info.preloaded THEN COALESCE(s.releases, 0) END AS releases,
-                  CASE WHEN info.preloaded THEN COALESCE(s.hold_total_us, 0) END AS hold_total_us,
-                  CASE WHEN info.preloaded THEN COALESCE(s.hold_max_us, 0) END AS hold_max_us,
-                  CASE WHEN info.preloaded THEN COALESCE(s.expiries, 0) END AS expiries) c
+           SELECT info.preloaded AND (s.namespace IS NOT NULL OR NOT info.is_full) AS counted) k
+     CROSS JOIN LATERAL (
+           SELECT CASE WHEN k.counted THEN COALESCE(s.acquisitions, 0) END AS acquisitions,
+                  CASE WHEN k.counted THEN COALESCE(s.contended, 0) END AS contended,
+                  CASE WHEN k.counted THEN COALESCE(s.wait_total_us, 0) END AS wait_total_us,
+                  CASE WHEN k.counted THEN COALESCE(s.wait_max_us, 0) END AS wait_max_us,
+                  CASE WHEN k.counted THEN COALESCE(s.renewals, 0) END AS renewals,
+                  CASE WHEN k.counted THEN COALESCE(s.releases, 0) END AS releases,
+                  CASE WHEN k.counted THEN COALESCE(s.hold_total_us, 0) END AS hold_total_us,
+                  CASE WHEN k.counted THEN COALESCE(s.hold_max_us, 0) END AS hold_max_us,
+                  CASE WHEN k.counted THEN COALESCE(s.expiries, 0) END AS expiries) c
+     -- An entry without its lease row (the extension dropped and created
+     -- again: lease rows are never deleted otherwise) is of a namespace whose
+     -- owner may since have changed, under a name that may be truncated: only
+     -- pg_read_all_stats sees it.
      WHERE pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
-        OR pg_catalog.pg_has_role(fencing.namespace_owner(COALESCE(l.namespace, s.namespace)),
-                                  'USAGE');
+        OR l.namespace IS NOT NULL
+           AND pg_catalog.pg_has_role(fencing.namespace_owner(l.namespace), 'USAGE');
 GRANT SELECT ON @extschema@.fencing_lease_stats TO PUBLIC;
 
 -- The hottest objects: tables and namespaces by stale writes turned away,

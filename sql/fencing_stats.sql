@@ -89,6 +89,23 @@ RESET SESSION AUTHORIZATION;
 SET fencing.log_rejections = off;
 RESET fencing.log_rejections;
 
+-- The LOG line goes to the server log only: a writer at client_min_messages =
+-- log whose client encoding cannot show the key (LATIN1 has no euro sign)
+-- still gets its skip, not a conversion error.
+CREATE TABLE stats.euro (k text PRIMARY KEY, v int, fence fencing_token);
+INSERT INTO stats.euro VALUES (chr(8364), 1, 10);
+SET client_min_messages = log;
+SET client_encoding = 'LATIN1';
+SELECT fenced_update('stats.euro', 5, jsonb_build_object('k', chr(8364)), '{"v": 2}') AS skipped;
+RESET client_encoding;
+RESET client_min_messages;
+SELECT v FROM stats.euro;
+
+-- The hash the views match entries to full names by: where the namespace
+-- ends is part of it.
+SELECT fencing.stats_name_hash('ab', 'c') <> fencing.stats_name_hash('a', 'bc') AS split_differs,
+       fencing.stats_name_hash('ab', NULL) = fencing.stats_name_hash('ab', NULL) AS stable;
+
 DROP SCHEMA stats CASCADE;
 REVOKE EXECUTE ON FUNCTION fencing_stats_reset() FROM regress_stats_admin;
 DELETE FROM fencing.lease WHERE namespace = 'regress_stats';

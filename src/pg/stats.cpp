@@ -33,6 +33,10 @@ int stats_max = 5000;
 constexpr int kNamespaceCapacity = 64;
 constexpr int kResourceCapacity = 128;
 constexpr int kKeyCapacity = 256;
+// A value of the log line is cut after this many bytes (then ends in "..."):
+// a resource value may be as long as a text can be, and its escaped copy
+// would overflow a string buffer, turning the LOG line into an error.
+constexpr int kLogValueCapacity = 1024;
 
 enum Kind : uint32 { kTableEntry = 1, kNamespaceEntry = 2, kLeaseEntry = 3 };
 
@@ -146,6 +150,23 @@ void ZeroEntry(StatsEntry *e) {
     SpinLockRelease(&e->mutex);
 }
 
+// The hash of an entry's full names (0 for none): the entry's identity, as
+// its names may be kept truncated. fencing.stats_name_hash() gives it to the
+// views, which match entries to the catalog's full names by it.
+uint64 NameHash(const char *name_space, const char *resource) {
+    if (name_space == nullptr)
+        return 0;
+    StringInfoData names;
+    initStringInfo(&names);
+    appendBinaryStringInfo(&names, name_space, static_cast<int>(strlen(name_space)) + 1);
+    if (resource != nullptr)
+        appendStringInfoString(&names, resource);
+    uint64 hash = DatumGetUInt64(
+        hash_any_extended(reinterpret_cast<const unsigned char *>(names.data), names.len, 0));
+    pfree(names.data);
+    return hash;
+}
+
 // The entry for a key, created if missing; nullptr when the table is full
 // (the event is then counted as untracked).
 StatsEntry *EntryFor(Kind kind, Oid relid, const char *name_space, const char *resource) {
@@ -154,16 +175,7 @@ StatsEntry *EntryFor(Kind kind, Oid relid, const char *name_space, const char *r
     key.dbid = MyDatabaseId;
     key.kind = kind;
     key.relid = relid;
-    if (name_space != nullptr) {
-        StringInfoData names;
-        initStringInfo(&names);
-        appendBinaryStringInfo(&names, name_space, static_cast<int>(strlen(name_space)) + 1);
-        if (resource != nullptr)
-            appendStringInfoString(&names, resource);
-        key.name_hash = DatumGetUInt64(
-            hash_any_extended(reinterpret_cast<const unsigned char *>(names.data), names.len, 0));
-        pfree(names.data);
-    }
+    key.name_hash = NameHash(name_space, resource);
     LWLockAcquire(shared->lock, LW_SHARED);
     auto *entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_FIND, nullptr));
     LWLockRelease(shared->lock);
@@ -241,20 +253,43 @@ void RecordRejection(StatsEntry *e, Oid relid, const char *key, Token offered, T
 }
 
 // A value of the log line: double-quoted, with \" \\ and control characters
-// escaped, so the line stays one line and parses with one pattern.
+// escaped, so the line stays one line and parses with one pattern. Line breaks
+// outside ASCII count too (a reader splitting lines as Unicode does, Python's
+// str.splitlines() say, would otherwise cut a writer's own line in two, out of
+// the pattern's reach): in UTF-8 the C1 controls (U+0080-U+009F, NEL among
+// them) and U+2028/U+2029 are written \uNNNN; in SQL_ASCII, where bytes carry
+// no encoding, every byte above 0x7F is written \xNN.
 void AppendQuoted(StringInfo buf, const char *value) {
+    int encoding = GetDatabaseEncoding();
+    if (value == nullptr)
+        value = "";
+    int len = static_cast<int>(strnlen(value, kLogValueCapacity + 1));
+    bool cut = len > kLogValueCapacity;
+    if (cut)
+        len = pg_mbcliplen(value, len, kLogValueCapacity);
     appendStringInfoChar(buf, '"');
-    for (const char *p = value != nullptr ? value : ""; *p != '\0'; ++p) {
+    for (const char *p = value; p < value + len; ++p) {
         unsigned char c = static_cast<unsigned char>(*p);
+        unsigned char next = static_cast<unsigned char>(p[1]);
         if (c == '"' || c == '\\')
             appendStringInfo(buf, "\\%c", c);
         else if (c == '\n')
             appendStringInfoString(buf, "\\n");
-        else if (c < 0x20 || c == 0x7f)
+        else if (c < 0x20 || c == 0x7f || (c >= 0x80 && encoding == PG_SQL_ASCII))
             appendStringInfo(buf, "\\x%02x", c);
-        else
+        else if (encoding == PG_UTF8 && c == 0xc2 && next >= 0x80 && next <= 0x9f) {
+            appendStringInfo(buf, "\\u%04x", next);
+            ++p;
+        } else if (encoding == PG_UTF8 && c == 0xe2 && next == 0x80 &&
+                   (static_cast<unsigned char>(p[2]) == 0xa8 ||
+                    static_cast<unsigned char>(p[2]) == 0xa9)) {
+            appendStringInfo(buf, "\\u%04x", 0x2000 + (static_cast<unsigned char>(p[2]) - 0x80));
+            p += 2;
+        } else
             appendStringInfoChar(buf, static_cast<char>(c));
     }
+    if (cut)
+        appendStringInfoString(buf, "...");
     appendStringInfoChar(buf, '"');
 }
 
@@ -273,7 +308,11 @@ void LogStale(const WriteStatsTarget &t, bool skipped, const char *key, Token of
     appendStringInfoString(&line, " user=");
     AppendQuoted(&line, GetUserNameFromId(GetUserId(), true));
     appendStringInfo(&line, " pid=%d", MyProcPid);
-    ereport(LOG, (errmsg_internal("%s", line.data), errhidestmt(true), errhidecontext(true)));
+    // For the server log only: sent to a client (client_min_messages = log)
+    // it could fail to convert to the client's encoding and turn a skipped
+    // write into an error.
+    ereport(LOG_SERVER_ONLY,
+            (errmsg_internal("%s", line.data), errhidestmt(true), errhidecontext(true)));
     pfree(line.data);
 }
 
@@ -415,7 +454,7 @@ void CountLeaseEvent(const char *name_space, const char *resource, LeaseEvent ev
 
 namespace {
 
-constexpr int kMaxColumns = 15;
+constexpr int kMaxColumns = 16;
 
 // One row of fencing.write_stats() for a table or namespace entry.
 void WriteRow(StatsEntry *e, Datum *values, bool *nulls) {
@@ -444,6 +483,8 @@ void WriteRow(StatsEntry *e, Datum *values, bool *nulls) {
     values[13] = CStringGetTextDatum(key);
     for (int i = 9; i <= 13; ++i) nulls[i] = !has;
     values[14] = BoolGetDatum(e->names_truncated);
+    values[15] = Int64GetDatum(static_cast<int64>(e->key.name_hash));
+    nulls[15] = e->key.kind != kNamespaceEntry;
 }
 
 // One row of fencing.lease_stats() for a lease entry.
@@ -456,6 +497,7 @@ void LeaseRow(StatsEntry *e, Datum *values, bool *nulls) {
     values[11] = Int64GetDatum(static_cast<int64>(top - 1));
     nulls[11] = top == 0;
     values[12] = BoolGetDatum(e->names_truncated);
+    values[13] = Int64GetDatum(static_cast<int64>(e->key.name_hash));
 }
 
 // The entries of this database, raw (the views filter rows and keys by
@@ -529,9 +571,22 @@ Datum StatsReset(FunctionCallInfo) {
     PG_RETURN_VOID();
 }
 
+// fencing.stats_name_hash(namespace, resource): the hash an entry of these
+// names is keyed by (resource NULL: the namespace's own entry).
+Datum StatsNameHash(FunctionCallInfo fcinfo) {
+    if (PG_ARGISNULL(0))
+        PG_RETURN_NULL();
+    const char *name_space = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    const char *resource = PG_ARGISNULL(1) ? nullptr : text_to_cstring(PG_GETARG_TEXT_PP(1));
+    PG_RETURN_INT64(static_cast<int64>(NameHash(name_space, resource)));
+}
+
 }  // namespace
 }  // namespace fencing::pg
 
+FENCING_FUNCTION(fencing_stats_name_hash) {
+    return fencing::pg::StatsNameHash(fcinfo);
+}
 FENCING_FUNCTION(fencing_write_stats) {
     return fencing::pg::ScanEntries(fcinfo, false);
 }

@@ -176,6 +176,89 @@ is(sql(q{SELECT kind || ':' || object FROM fencing_top LIMIT 2}), "table:invento
       or diag($out);
 }
 
+# Entries keep names truncated (63 bytes of namespace, 127 of resource): the
+# views match them to the catalog's full names, so the owner of namespace
+# 'NNN…' (63 bytes) sees nothing of a longer namespace beginning so, and the
+# longer one's owner sees its rows under their full names.
+my $n63 = 'N' x 63;
+my $r127 = 'R' x 127;
+sql(qq{CREATE ROLE tap_victim; CREATE ROLE tap_attacker;
+    GRANT CREATE ON SCHEMA public TO tap_victim, tap_attacker;
+    SET ROLE tap_victim;
+    CREATE TABLE vt (id int PRIMARY KEY, res text, tok fencing_token);
+    SELECT fencing_protect('vt', scope => 'resource', resource_column => 'res',
+                           resource_namespace => '$n63-victim-secret');
+    SELECT fencing_acquire('$r127-victim-secret', 'h', '1 hour', namespace => '$n63-victim-secret');
+    INSERT INTO vt VALUES (1, 'secret', 100);
+    RESET ROLE;
+    SET ROLE tap_attacker;
+    CREATE TABLE att (id int PRIMARY KEY, res text, tok fencing_token);
+    SELECT fencing_protect('att', scope => 'resource', resource_column => 'res',
+                           resource_namespace => '$n63');
+    SELECT fencing_acquire('$r127', 'h', '1 hour', namespace => '$n63');});
+$node->psql('postgres', q{SET ROLE tap_victim; UPDATE vt SET tok = 50;});
+is( sql(q{SET ROLE tap_attacker;
+          SELECT string_agg(kind || ':' || COALESCE(table_name::text, namespace) || ':' ||
+                            writes_checked || ':' || COALESCE(highest_hwm::text, '-'), ' ' ORDER BY kind)
+            FROM fencing_stats}),
+    "namespace:$n63:0:1 table:att:0:-",
+    'a truncated entry is not shown to the owner of the namespace its truncated name spells');
+is( sql(q{SET ROLE tap_attacker;
+          SELECT string_agg(length(resource) || ':' || acquisitions, ' ') FROM fencing_lease_stats}),
+    '127:1', 'nor its lease resources');
+is(sql(q{SET ROLE tap_attacker; SELECT count(*) FROM fencing_top}), '0', 'nor in fencing_top');
+is( sql(q{SET ROLE tap_victim;
+          SELECT string_agg(kind || ':' || COALESCE(table_name::text, namespace) || ':' ||
+                            writes_checked || ':' || writes_rejected, ' ' ORDER BY kind)
+            FROM fencing_stats}),
+    "namespace:$n63-victim-secret:2:1 table:vt:2:1",
+    'the long namespace\'s owner sees its counters under the full name');
+is( sql(q{SET ROLE tap_victim;
+          SELECT string_agg(resource || ':' || acquisitions || ':' || holder, ' ') FROM fencing_lease_stats}),
+    "$r127-victim-secret:1:h", 'and its lease resource, once, with its counters');
+
+# Line breaks outside ASCII (U+2028, U+0085 NEL) are escaped: a reader
+# splitting lines the Unicode way still sees the whole line.
+sql(q{INSERT INTO inventory VALUES (E'u\u2028v\u0085w', 1, 60)});
+$node->psql('postgres', q{SET application_name = 'tap-unicode';
+BEGIN; SET LOCAL fencing.token = 41; UPDATE inventory SET stock = 0 WHERE fence = 60; COMMIT;});
+my ($uni) = grep { /tap-unicode/ && /fencing: stale write/ } split /\n/, slurp_file($node->logfile);
+ok(defined $uni && $uni !~ /\xe2\x80\xa8|\xc2\x85/, 'no raw U+2028 or NEL in the LOG line');
+is(defined $uni ? ($uni =~ $re)[3] : undef, 'key (item)=(u\u2028v\u0085w)',
+    'they are written \uNNNN and the line parses');
+
+# A long value is cut at 1024 bytes (then "..."): a resource may be as long as
+# a text, and its escaped copy must not overflow the line's buffer.
+sql(q{INSERT INTO shards VALUES (2, repeat(E'\\x01', 100000), 70)});
+$node->psql('postgres', q{SET application_name = 'tap-long';
+BEGIN; SET LOCAL fencing.token = 41; UPDATE shards SET fence = 41 WHERE id = 2; COMMIT;});
+my ($long) = grep { /tap-long/ && /fencing: stale write/ } split /\n/, slurp_file($node->logfile);
+my $long_key = defined $long ? ($long =~ $re)[3] : undef;
+ok(defined $long_key && length($long_key) < 4 * 1024 + 100 && $long_key =~ /\\x01\.\.\.$/,
+    'a long key is cut and marked in the LOG line, which still parses');
+
+# When every entry is in use (fencing.stats_max = 100), any role can fill
+# them (a lease per resource name); a table created then is not counted, and
+# the views say so (NULL, a hint) rather than showing 0 stale writes.
+sql(q{SET ROLE tap_attacker;
+      SELECT count(fencing_acquire('fill' || g, 'x', '1 second', namespace => 'tap_fill'))
+        FROM generate_series(1, 120) g;});
+sql(q{CREATE TABLE late (id int PRIMARY KEY, fence fencing_token); INSERT INTO late VALUES (1, 10)});
+$node->psql('postgres', q{UPDATE late SET fence = 5});
+is( sql(q{SELECT COALESCE(writes_rejected::text, 'NULL') || ' ' || hint
+            FROM fencing_stats WHERE table_name = 'late'::regclass}),
+    'NULL not counted: all fencing.stats_max entries are in use (see fencing_stats_info.untracked_events)',
+    'stats_max exhausted: an uncounted table shows NULL counters and a hint, not 0');
+my $rejected_before = sql(q{SELECT writes_rejected FROM fencing_stats WHERE table_name = 'inventory'::regclass});
+$node->psql('postgres', q{BEGIN; SET LOCAL fencing.token = 1; UPDATE inventory SET stock = 0 WHERE item = 'SKU-001'; COMMIT;});
+is(sql(q{SELECT writes_rejected FROM fencing_stats WHERE table_name = 'inventory'::regclass}),
+    $rejected_before + 1, 'tables with entries go on counting');
+is(sql(q{SELECT count(*) FROM fencing_lease_stats WHERE namespace = 'tap_fill' AND acquisitions IS NULL}),
+    sql(q{SELECT 120 - count(*) FROM fencing_lease_stats WHERE namespace = 'tap_fill' AND acquisitions = 1}),
+    'lease resources without an entry: NULL');
+my ($full_alert) = slurp_file("$root/monitoring/fencing_alerts.sql") =~ /^-- name: counters_full\n(.*?)\n\n/ms;
+like(sql($full_alert // 'SELECT 0'), qr/^100\|100\|[1-9]/, 'the counters_full alert fires');
+
 # Restart: the counters start again from zero (the lease itself is kept).
 my $reset_before = sql('SELECT stats_reset FROM fencing_stats_info');
 $node->restart;
@@ -186,6 +269,17 @@ is(sql(q{SELECT acquisitions || ' ' || (current_token IS NOT NULL) FROM fencing_
         WHERE resource = 'job'}), '0 true', 'lease counters zero, the current token kept');
 is(sql(qq{SELECT stats_reset > '$reset_before' FROM fencing_stats_info}), 't',
     'stats_reset moved to the restart');
+
+# Entries outlive DROP EXTENSION; lease rows do not. A role claiming the
+# namespace name in the new installation sees none of the old resources.
+sql(q{SELECT fencing_acquire('old-' || g, 'x', '1 second', namespace => 'tap_reclaim')
+        FROM generate_series(1, 3) g;});
+sql(q{DROP EXTENSION fencing CASCADE; CREATE EXTENSION fencing;
+      SET ROLE tap_attacker; SELECT fencing_acquire('new', 'x', '1 second', namespace => 'tap_reclaim');});
+is(sql(q{SET ROLE tap_attacker; SELECT string_agg(resource, ' ') FROM fencing_lease_stats}), 'new',
+    'after DROP/CREATE EXTENSION the new owner of a namespace name sees only its own resources');
+is(sql(q{SELECT count(*) FROM fencing_lease_stats WHERE namespace = 'tap_reclaim'}), '4',
+    'a superuser still sees the old entries');
 
 $node->stop;
 done_testing();
