@@ -11,6 +11,8 @@
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
 #   failover   failover to a synchronous standby (test/failover/run.sh)
+#   patroni    Patroni (etcd3 DCS) with synchronous_mode_strict: switchover and kill -9
+#              of the primary under writing and leasing clients (test/patroni/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
@@ -130,6 +132,8 @@ echo "== crash"
 run_tap_like crash test/crash/run.sh
 echo "== failover"
 run_tap_like failover test/failover/run.sh
+echo "== patroni"
+run_tap_like patroni test/patroni/run.sh
 echo "== upgrade"
 run_tap_like upgrade test/upgrade/run.sh
 

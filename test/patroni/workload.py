@@ -1,0 +1,237 @@
+#!/usr/bin/python3
+"""Clients of the Patroni suite (test/patroni/run.sh), and the reader of what
+they recorded.
+
+  workload.py writer DIR          fenced writes, one raising token after another
+  workload.py leaser DIR INDEX    fencing_acquire / fencing_release loops
+  workload.py summary DIR [--before T] [--after T]
+
+Clients connect through $PATRONI_DSN, a multi-host connection string with
+target_session_attrs=read-write, and reconnect through it after any
+connection error. They record only ACKNOWLEDGED results, one line each in
+DIR/<role>-<pid>.acks, after the commit returned:
+
+  <unix time> <kind> <key> <token>    kind: row | resource | table | lease
+
+A write whose outcome is unknown (the connection broke before the commit
+returned) is recorded as "lost", never as acknowledged, and the next write
+uses a higher token. A fresh write that is refused (TF001) is recorded as
+"refused": there must be none. Other errors are recorded as "error" and
+retried on a new connection. Clients stop when DIR/stop exists, or after 300 s.
+
+No client sets statement_timeout or cancels a statement: a cancelled wait for
+the synchronous standby returns success with a WARNING to the client after
+committing locally only, which would record an acknowledgement that the
+standby may not have.
+"""
+import glob
+import os
+import sys
+import time
+
+LIFETIME = 300
+
+
+class Recorder:
+    def __init__(self, directory, role):
+        self.directory = directory
+        self.file = open(os.path.join(directory, f"{role}-{os.getpid()}.acks"), "a", buffering=1)
+
+    def ack(self, kind, key, token):
+        self.file.write(f"{time.time():.6f} {kind} {key} {token}\n")
+
+    def note(self, what, kind, key, token):
+        self.file.write(f"{time.time():.6f} {what} {kind}:{key} {token}\n")
+
+    def stopping(self, started):
+        return os.path.exists(os.path.join(self.directory, "stop")) or time.monotonic() - started > LIFETIME
+
+
+def connect(rec, started):
+    """A read-write connection through the multi-host string, retried until
+    the stop file appears."""
+    import psycopg
+    while not rec.stopping(started):
+        try:
+            conn = psycopg.connect(os.environ["PATRONI_DSN"], autocommit=True)
+            conn.execute("SET client_min_messages = warning")
+            return conn
+        except psycopg.Error:
+            time.sleep(0.2)
+    return None
+
+
+def close(conn):
+    try:
+        conn.close()
+    except Exception:
+        pass
+    return None
+
+
+def kind_of(op):
+    return ("row", "row", "resource", "resource", "table")[op]
+
+
+def writer(directory):
+    """One writer, tokens strictly increasing across every scope, so each
+    write must be admitted: row scope (fenced_update and plain UPDATE with the
+    token), resource scope (transparent mode INSERT, fencing_resource_advance),
+    table scope (plain INSERT with the token)."""
+    import psycopg
+    rec = Recorder(directory, "writer")
+    started = time.monotonic()
+    token = 1000
+    i = 0
+    conn = None
+    while not rec.stopping(started):
+        if conn is None or conn.closed:
+            conn = connect(rec, started)
+            if conn is None:
+                break
+        token += 1
+        i += 1
+        op = i % 5
+        try:
+            if op == 0:
+                kind, key = "row", "a"
+                n = conn.execute("SELECT fenced_update('inv', %s, '{\"item\": \"a\"}', jsonb_build_object('stock', %s))",
+                                 (token, i)).fetchone()[0]
+                ok = n == 1
+            elif op == 1:
+                kind, key = "row", "b"
+                ok = conn.execute("UPDATE inv SET stock = %s, fence = %s WHERE item = 'b'", (i, token)).rowcount == 1
+            elif op == 2:
+                kind, key = "resource", "s1"
+                with conn.transaction():
+                    conn.execute("SELECT set_config('fencing.token', %s, true)", (str(token),))
+                    conn.execute("INSERT INTO orders (shard, n) VALUES ('s1', %s)", (i,))
+                ok = True
+            elif op == 3:
+                kind, key = "resource", "s2"
+                ok = conn.execute("SELECT fencing_resource_advance('s2', %s)", (token,)).fetchone()[0] is True
+            else:
+                kind, key = "table", "ledger"
+                conn.execute("INSERT INTO ledger (n, fence) VALUES (%s, %s)", (i, token))
+                ok = True
+            if ok:
+                rec.ack(kind, key, token)
+            else:
+                rec.note("refused", kind, key, token)
+        except psycopg.OperationalError:
+            rec.note("lost", kind_of(op), "-", token)
+            conn = close(conn)
+        except psycopg.Error as e:
+            # A fresh token refused (TF001) must not happen; anything else
+            # (a node turning read-only under us) is retried elsewhere.
+            rec.note("refused" if e.sqlstate == "TF001" else "error", kind_of(op), e.sqlstate or "-", token)
+            conn = close(conn)
+        time.sleep(0.01)
+
+
+def leaser(directory, index):
+    """Acquire and release leases on a resource shared by every leaser (hot)
+    and on one of its own; record each token fencing_acquire returned."""
+    import psycopg
+    rec = Recorder(directory, "leaser")
+    started = time.monotonic()
+    holder = f"leaser-{index}"
+    conn = None
+    i = 0
+    while not rec.stopping(started):
+        if conn is None or conn.closed:
+            conn = connect(rec, started)
+            if conn is None:
+                break
+        i += 1
+        resource = "hot" if i % 2 else f"cold-{index}"
+        try:
+            token = conn.execute("SELECT fencing_acquire(%s, %s, '3 s', wait => '5 s')::text",
+                                 (resource, holder)).fetchone()[0]
+            if token is not None:
+                rec.ack("lease", resource, int(token))
+                conn.execute("SELECT fencing_release(%s, %s::fencing_token)", (resource, token))
+        except psycopg.OperationalError:
+            rec.note("lost", "lease", resource, 0)
+            conn = close(conn)
+        except psycopg.Error as e:
+            rec.note("refused" if e.sqlstate == "TF001" else "error", "lease", e.sqlstate or "-", 0)
+            conn = close(conn)
+        time.sleep(0.01)
+
+
+def summary(directory, before=None, after=None):
+    """Figures from the recorded lines; with --before T only acknowledgements
+    up to T count, with --after T only those after T ("first" = the smallest
+    lease token per resource acknowledged after T)."""
+    acked = {}          # (kind, key) -> max token
+    first = {}          # lease resource -> min token (with --after)
+    writes = leases = refused = lost = errors = 0
+    tokens = {}         # lease resource -> every token issued, across all leasers
+    order_violations = 0
+    for path in sorted(glob.glob(os.path.join(directory, "*.acks"))):
+        last = {}       # per file (one process): issue order
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) != 4:
+                    continue
+                t, kind, key, token = float(parts[0]), parts[1], parts[2], int(parts[3])
+                if kind == "refused":
+                    refused += 1
+                    continue
+                if kind == "lost":
+                    lost += 1
+                    continue
+                if kind == "error":
+                    errors += 1
+                    continue
+                if kind == "lease":
+                    tokens.setdefault(key, []).append(token)
+                    if key in last and token <= last[key]:
+                        order_violations += 1
+                    last[key] = token
+                if before is not None and t > before:
+                    continue
+                if after is not None and t <= after:
+                    continue
+                if kind == "lease":
+                    leases += 1
+                    first[key] = min(first.get(key, token), token)
+                else:
+                    writes += 1
+                acked[(kind, key)] = max(acked.get((kind, key), token), token)
+    # Tokens are per resource: two resources may each issue 7.
+    issued = sum(len(ts) for ts in tokens.values())
+    duplicates = sum(len(ts) - len(set(ts)) for ts in tokens.values())
+    for (kind, key), token in sorted(acked.items()):
+        print(f"max {kind} {key} {token}")
+    for key, token in sorted(first.items()):
+        print(f"first lease {key} {token}")
+    print(f"writes {writes}")
+    print(f"leases {leases}")
+    print(f"lease_tokens {issued}")
+    print(f"lease_duplicates {duplicates}")
+    print(f"lease_order_violations {order_violations}")
+    print(f"refused {refused}")
+    print(f"lost {lost}")
+    print(f"errors {errors}")
+
+
+def main():
+    role, directory = sys.argv[1], sys.argv[2]
+    if role == "writer":
+        writer(directory)
+    elif role == "leaser":
+        leaser(directory, int(sys.argv[3]))
+    elif role == "summary":
+        args = sys.argv[3:]
+        before = float(args[args.index("--before") + 1]) if "--before" in args else None
+        after = float(args[args.index("--after") + 1]) if "--after" in args else None
+        summary(directory, before, after)
+    else:
+        sys.exit(f"unknown role {role}")
+
+
+if __name__ == "__main__":
+    main()
