@@ -34,7 +34,7 @@ LIFETIME = 300
 
 class Recorder:
     def __init__(self, directory, role):
-        self.directory = directory
+        self.directory, self.role = directory, role
         self.file = open(os.path.join(directory, f"{role}-{os.getpid()}.acks"), "a", buffering=1)
 
     def ack(self, kind, key, token):
@@ -61,103 +61,84 @@ def connect(rec, started):
     return None
 
 
-def close(conn):
-    try:
-        conn.close()
-    except Exception:
-        pass
-    return None
-
-
-def kind_of(op):
-    return ("row", "row", "resource", "resource", "table")[op]
-
-
-def writer(directory):
-    """One writer, tokens strictly increasing across every scope, so each
-    write must be admitted: row scope (fenced_update and plain UPDATE with the
-    token), resource scope (transparent mode INSERT, fencing_resource_advance),
-    table scope (plain INSERT with the token)."""
+def run_client(rec, step):
+    """Calls step(conn, i, rec) for i = 1, 2, ... on a read-write connection
+    until the stop file appears; step records what was acknowledged. After an
+    error the outcome is unknown ("lost", the connection broke) or the write
+    was refused (TF001, which must not happen to a fresh token) or failed
+    otherwise (a node turning read-only under us): a new connection, and on."""
     import psycopg
-    rec = Recorder(directory, "writer")
     started = time.monotonic()
-    token = 1000
-    i = 0
     conn = None
+    i = 0
     while not rec.stopping(started):
         if conn is None or conn.closed:
             conn = connect(rec, started)
             if conn is None:
-                break
-        token += 1
+                return
         i += 1
-        op = i % 5
         try:
-            if op == 0:
-                kind, key = "row", "a"
-                n = conn.execute("SELECT fenced_update('inv', %s, '{\"item\": \"a\"}', jsonb_build_object('stock', %s))",
-                                 (token, i)).fetchone()[0]
-                ok = n == 1
-            elif op == 1:
-                kind, key = "row", "b"
-                ok = conn.execute("UPDATE inv SET stock = %s, fence = %s WHERE item = 'b'", (i, token)).rowcount == 1
-            elif op == 2:
-                kind, key = "resource", "s1"
-                with conn.transaction():
-                    conn.execute("SELECT set_config('fencing.token', %s, true)", (str(token),))
-                    conn.execute("INSERT INTO orders (shard, n) VALUES ('s1', %s)", (i,))
-                ok = True
-            elif op == 3:
-                kind, key = "resource", "s2"
-                ok = conn.execute("SELECT fencing_resource_advance('s2', %s)", (token,)).fetchone()[0] is True
-            else:
-                kind, key = "table", "ledger"
-                conn.execute("INSERT INTO ledger (n, fence) VALUES (%s, %s)", (i, token))
-                ok = True
-            if ok:
-                rec.ack(kind, key, token)
-            else:
-                rec.note("refused", kind, key, token)
-        except psycopg.OperationalError:
-            rec.note("lost", kind_of(op), "-", token)
-            conn = close(conn)
+            step(conn, i, rec)
         except psycopg.Error as e:
-            # A fresh token refused (TF001) must not happen; anything else
-            # (a node turning read-only under us) is retried elsewhere.
-            rec.note("refused" if e.sqlstate == "TF001" else "error", kind_of(op), e.sqlstate or "-", token)
-            conn = close(conn)
+            if isinstance(e, psycopg.OperationalError):
+                what = "lost"
+            else:
+                what = "refused" if e.sqlstate == "TF001" else "error"
+            rec.note(what, rec.role, e.sqlstate or "-", i)
+            try:
+                conn.close()
+            except psycopg.Error:
+                pass
         time.sleep(0.01)
 
 
-def leaser(directory, index):
+def write_step(conn, i, rec):
+    """Tokens strictly increase across every scope, so each write must be
+    admitted: row scope (fenced_update, plain UPDATE with the token), resource
+    scope (transparent mode INSERT, fencing_resource_advance), table scope
+    (plain INSERT with the token)."""
+    token = 1000 + i
+    op = i % 5
+    if op == 0:
+        kind, key = "row", "a"
+        ok = conn.execute("SELECT fenced_update('inv', %s, '{\"item\": \"a\"}', jsonb_build_object('stock', %s))",
+                          (token, i)).fetchone()[0] == 1
+    elif op == 1:
+        kind, key = "row", "b"
+        ok = conn.execute("UPDATE inv SET stock = %s, fence = %s WHERE item = 'b'", (i, token)).rowcount == 1
+    elif op == 2:
+        kind, key = "resource", "s1"
+        with conn.transaction():
+            conn.execute("SELECT set_config('fencing.token', %s, true)", (str(token),))
+            conn.execute("INSERT INTO orders (shard, n) VALUES ('s1', %s)", (i,))
+        ok = True
+    elif op == 3:
+        kind, key = "resource", "s2"
+        ok = conn.execute("SELECT fencing_resource_advance('s2', %s)", (token,)).fetchone()[0] is True
+    else:
+        kind, key = "table", "ledger"
+        conn.execute("INSERT INTO ledger (n, fence) VALUES (%s, %s)", (i, token))
+        ok = True
+    if ok:
+        rec.ack(kind, key, token)
+    else:
+        rec.note("refused", kind, key, token)
+
+
+def lease_step(index):
     """Acquire and release leases on a resource shared by every leaser (hot)
-    and on one of its own; record each token fencing_acquire returned."""
-    import psycopg
-    rec = Recorder(directory, "leaser")
-    started = time.monotonic()
+    and on one of its own; record each token fencing_acquire returned, before
+    the release."""
     holder = f"leaser-{index}"
-    conn = None
-    i = 0
-    while not rec.stopping(started):
-        if conn is None or conn.closed:
-            conn = connect(rec, started)
-            if conn is None:
-                break
-        i += 1
+
+    def step(conn, i, rec):
         resource = "hot" if i % 2 else f"cold-{index}"
-        try:
-            token = conn.execute("SELECT fencing_acquire(%s, %s, '3 s', wait => '5 s')::text",
-                                 (resource, holder)).fetchone()[0]
-            if token is not None:
-                rec.ack("lease", resource, int(token))
-                conn.execute("SELECT fencing_release(%s, %s::fencing_token)", (resource, token))
-        except psycopg.OperationalError:
-            rec.note("lost", "lease", resource, 0)
-            conn = close(conn)
-        except psycopg.Error as e:
-            rec.note("refused" if e.sqlstate == "TF001" else "error", "lease", e.sqlstate or "-", 0)
-            conn = close(conn)
-        time.sleep(0.01)
+        token = conn.execute("SELECT fencing_acquire(%s, %s, '3 s', wait => '5 s')::text",
+                             (resource, holder)).fetchone()[0]
+        if token is not None:
+            rec.ack("lease", resource, int(token))
+            conn.execute("SELECT fencing_release(%s, %s::fencing_token)", (resource, token))
+    return step
 
 
 def summary(directory, before=None, after=None):
@@ -221,9 +202,9 @@ def summary(directory, before=None, after=None):
 def main():
     role, directory = sys.argv[1], sys.argv[2]
     if role == "writer":
-        writer(directory)
+        run_client(Recorder(directory, role), write_step)
     elif role == "leaser":
-        leaser(directory, int(sys.argv[3]))
+        run_client(Recorder(directory, role), lease_step(int(sys.argv[3])))
     elif role == "summary":
         args = sys.argv[3:]
         before = float(args[args.index("--before") + 1]) if "--before" in args else None
