@@ -362,6 +362,9 @@ done
 client_pids=()
 final=$($PY "$WORKLOAD" summary "$RUN")
 val() { awk -v n="$1" '$1 == n { print $2 }' <<<"$final"; }
+verified=$(timeout 60 $PY "$WORKLOAD" verify "$RUN" 2>&1)
+check "every acknowledged INSERT ($(awk '$1 == "checked" { print $2 }' <<<"$verified"), resource and table scope) is on the final primary" \
+    0 "$(awk '$1 == "missing" { print $2 }' <<<"$verified")"
 check "failovers done" 2 "$failovers"
 check "HWM regressions" 0 "$regressions"
 check "lease tokens issued twice (whole run)" 0 "$(val lease_duplicates)"

@@ -5,6 +5,7 @@ they recorded.
   workload.py writer DIR          fenced writes, one raising token after another
   workload.py leaser DIR INDEX    fencing_acquire / fencing_release loops
   workload.py summary DIR [--before T] [--after T]
+  workload.py verify DIR          every acknowledged INSERT is there
 
 Clients connect through $PATRONI_DSN, a multi-host connection string with
 target_session_attrs=read-write, and reconnect through it after any
@@ -199,12 +200,34 @@ def summary(directory, before=None, after=None):
     print(f"errors {errors}")
 
 
+def verify(directory):
+    """Every acknowledged INSERT (orders of s1, ledger) is on the primary that
+    $PATRONI_DSN reaches: prints "missing N" and the number checked."""
+    import psycopg
+    expected = {"resource": set(), "table": set()}
+    for path in glob.glob(os.path.join(directory, "*.acks")):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 4 and (parts[1], parts[2]) in (("resource", "s1"), ("table", "ledger")):
+                    expected[parts[1]].add(int(parts[3]))
+    with psycopg.connect(os.environ["PATRONI_DSN"], autocommit=True) as conn:
+        found = {
+            "resource": {int(r[0]) for r in conn.execute("SELECT fence::text FROM orders WHERE shard = 's1'")},
+            "table": {int(r[0]) for r in conn.execute("SELECT fence::text FROM ledger")},
+        }
+    print(f"checked {sum(len(v) for v in expected.values())}")
+    print(f"missing {sum(len(v - found[k]) for k, v in expected.items())}")
+
+
 def main():
     role, directory = sys.argv[1], sys.argv[2]
     if role == "writer":
         run_client(Recorder(directory, role), write_step)
     elif role == "leaser":
         run_client(Recorder(directory, role), lease_step(int(sys.argv[3])))
+    elif role == "verify":
+        verify(directory)
     elif role == "summary":
         args = sys.argv[3:]
         before = float(args[args.index("--before") + 1]) if "--before" in args else None
