@@ -26,12 +26,12 @@ export PATRONI_DSN="host=127.0.0.1,127.0.0.1 port=${PG_PORT[1]},${PG_PORT[2]} us
  target_session_attrs=read-write connect_timeout=3 keepalives_idle=2 keepalives_interval=1 keepalives_count=3"
 
 as_server_user() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
-etcd_pid=
 client_pids=()
 
-stop_pid() {  # stop_pid PID SECONDS: TERM, wait, then KILL
-    local pid=$1 i
+stop_pid() {  # stop_pid PID SECONDS [MARK]: TERM, wait, then KILL; with MARK only
+    local pid=$1 i  # when MARK is in its command line (a pid file of an earlier run)
     [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+    [ -n "${3:-}" ] && ! tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "$3" && return 0
     kill -TERM "$pid" 2>/dev/null
     for ((i = 0; i < $2 * 10; i++)); do
         kill -0 "$pid" 2>/dev/null || return 0
@@ -51,17 +51,17 @@ cleanup() {
     for pid in "${client_pids[@]}"; do stop_pid "$pid" 5; done
     # Patroni stops its PostgreSQL on SIGTERM; anything left is stopped here.
     for i in 1 2; do
-        [ -f "$ROOT/node$i/patroni.pid" ] && stop_pid "$(cat "$ROOT/node$i/patroni.pid")" 30
+        [ -f "$ROOT/node$i/patroni.pid" ] && stop_pid "$(cat "$ROOT/node$i/patroni.pid")" 30 "$ROOT/node$i/patroni.yml"
     done
     for i in 1 2; do
         [ -f "$ROOT/node$i/data/postmaster.pid" ] &&
             as_server_user "$PGBIN/pg_ctl" -D "$ROOT/node$i/data" -m immediate stop >/dev/null 2>&1
     done
-    stop_pid "$etcd_pid" 10
+    [ -f "$ROOT/etcd.pid" ] && stop_pid "$(cat "$ROOT/etcd.pid")" 10 "$ROOT/etcd"
     rm -rf "$ROOT"
 }
 interrupted() { exit 143; }
-[ -d "$ROOT" ] && rm -rf "$ROOT"
+cleanup  # what an earlier run that was killed left behind
 trap cleanup EXIT
 trap interrupted TERM INT HUP
 
@@ -86,7 +86,7 @@ as_server_user mkdir -p "$ROOT/node1" "$ROOT/node2"
     --listen-peer-urls "http://127.0.0.1:$ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER" \
     --initial-cluster "fencing-patroni=http://127.0.0.1:$ETCD_PEER" --initial-cluster-state new \
     >"$ROOT/etcd.log" 2>&1 &
-etcd_pid=$!
+echo $! >"$ROOT/etcd.pid"
 
 http_get() {  # http_get URL: the body, or nothing
     $PY - "$1" <<'PY' 2>/dev/null

@@ -18,7 +18,8 @@ A write whose outcome is unknown (the connection broke before the commit
 returned) is recorded as "lost", never as acknowledged, and the next write
 uses a higher token. A fresh write that is refused (TF001) is recorded as
 "refused": there must be none. Other errors are recorded as "error" and
-retried on a new connection. Clients stop when DIR/stop exists, or after 300 s.
+retried on a new connection. Clients stop when DIR/stop exists, when their
+file is gone, or after 300 s.
 
 No client sets statement_timeout or cancels a statement: a cancelled wait for
 the synchronous standby returns success with a WARNING to the client after
@@ -36,7 +37,8 @@ LIFETIME = 300
 class Recorder:
     def __init__(self, directory, role):
         self.directory, self.role = directory, role
-        self.file = open(os.path.join(directory, f"{role}-{os.getpid()}.acks"), "a", buffering=1)
+        self.path = os.path.join(directory, f"{role}-{os.getpid()}.acks")
+        self.file = open(self.path, "a", buffering=1)
 
     def ack(self, kind, key, token):
         self.file.write(f"{time.time():.6f} {kind} {key} {token}\n")
@@ -45,7 +47,9 @@ class Recorder:
         self.file.write(f"{time.time():.6f} {what} {kind}:{key} {token}\n")
 
     def stopping(self, started):
-        return os.path.exists(os.path.join(self.directory, "stop")) or time.monotonic() - started > LIFETIME
+        # A removed ack file: the run is over (its directory was cleaned up).
+        return (os.path.exists(os.path.join(self.directory, "stop")) or not os.path.exists(self.path)
+                or time.monotonic() - started > LIFETIME)
 
 
 def connect(rec, started):
