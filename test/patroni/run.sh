@@ -287,15 +287,15 @@ after_failover() {
         check "$label: $kind HWM of $key ($hwm) >= last acknowledged ($token)" yes $ok
     done < <(grep '^max ' <<<"$acks")
     check "$label: HWMs of every scope and lease checked" yes "$all_ok"
-    # Leases: the first token each resource issued after the failover is
-    # above every token acknowledged before it; none issued twice so far.
+    # Leases: the first token of the shared resource issued after the failover
+    # is above every token acknowledged before it; none issued twice so far.
     before=$($PY "$WORKLOAD" summary "$RUN" --before "$t")
     max_hot=$(awk '$1 == "max" && $2 == "lease" && $3 == "hot" { print $4 }' <<<"$before")
     first_hot=$($PY "$WORKLOAD" summary "$RUN" --after "$t" | awk '$1 == "first" && $3 == "hot" { print $4 }')
     check "$label: first lease token on hot after the failover ($first_hot) > last before ($max_hot)" yes \
         "$([ -n "$first_hot" ] && [ -n "$max_hot" ] && [ "$first_hot" -gt "$max_hot" ] && echo yes || echo no)"
     check "$label: no lease token issued twice" 0 "$(awk '$1 == "lease_duplicates" { print $2 }' <<<"$acks")"
-    check "$label: lease tokens strictly increase per client and resource" 0 \
+    check "$label: lease tokens strictly increase per resource in issue order (across clients)" 0 \
         "$(awk '$1 == "lease_order_violations" { print $2 }' <<<"$acks")"
     # Stale writers, one token below the acknowledged HWMs.
     local ra rb s1 tab

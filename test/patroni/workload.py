@@ -40,8 +40,9 @@ class Recorder:
         self.path = os.path.join(directory, f"{role}-{os.getpid()}.acks")
         self.file = open(self.path, "a", buffering=1)
 
-    def ack(self, kind, key, token):
-        self.file.write(f"{time.time():.6f} {kind} {key} {token}\n")
+    def ack(self, kind, key, token, started=None):
+        extra = "" if started is None else f" {started:.6f}"
+        self.file.write(f"{time.time():.6f} {kind} {key} {token}{extra}\n")
 
     def note(self, what, kind, key, token):
         self.file.write(f"{time.time():.6f} {what} {kind}:{key} {token}\n")
@@ -138,12 +139,28 @@ def lease_step(index):
 
     def step(conn, i, rec):
         resource = "hot" if i % 2 else f"cold-{index}"
+        started = time.time()
         token = conn.execute("SELECT fencing_acquire(%s, %s, '3 s', wait => '5 s')::text",
                              (resource, holder)).fetchone()[0]
         if token is not None:
-            rec.ack("lease", resource, int(token))
+            rec.ack("lease", resource, int(token), started)
             conn.execute("SELECT fencing_release(%s, %s::fencing_token)", (resource, token))
     return step
+
+
+def issue_order_violations(issued):
+    """Acquires of one resource, [(token, call started, acknowledged)]: an
+    acquire that began after another's token was acknowledged (by any client)
+    must get a larger token. Counts those that did not."""
+    by_ack = sorted(issued, key=lambda x: x[2])
+    i, highest, violations = 0, None, 0
+    for token, started, _ in sorted(issued, key=lambda x: x[1]):
+        while i < len(by_ack) and by_ack[i][2] < started:
+            highest = by_ack[i][0] if highest is None else max(highest, by_ack[i][0])
+            i += 1
+        if highest is not None and token <= highest:
+            violations += 1
+    return violations
 
 
 def summary(directory, before=None, after=None):
@@ -153,14 +170,12 @@ def summary(directory, before=None, after=None):
     acked = {}          # (kind, key) -> max token
     first = {}          # lease resource -> min token (with --after)
     writes = leases = refused = lost = errors = 0
-    tokens = {}         # lease resource -> every token issued, across all leasers
-    order_violations = 0
+    tokens = {}         # lease resource -> [(token, call started, acknowledged)], all leasers
     for path in sorted(glob.glob(os.path.join(directory, "*.acks"))):
-        last = {}       # per file (one process): issue order
         with open(path) as f:
             for line in f:
                 parts = line.split()
-                if len(parts) != 4:
+                if len(parts) not in (4, 5):
                     continue
                 t, kind, key, token = float(parts[0]), parts[1], parts[2], int(parts[3])
                 if kind == "refused":
@@ -173,10 +188,7 @@ def summary(directory, before=None, after=None):
                     errors += 1
                     continue
                 if kind == "lease":
-                    tokens.setdefault(key, []).append(token)
-                    if key in last and token <= last[key]:
-                        order_violations += 1
-                    last[key] = token
+                    tokens.setdefault(key, []).append((token, float(parts[4]), t))
                 if before is not None and t > before:
                     continue
                 if after is not None and t <= after:
@@ -189,7 +201,8 @@ def summary(directory, before=None, after=None):
                 acked[(kind, key)] = max(acked.get((kind, key), token), token)
     # Tokens are per resource: two resources may each issue 7.
     issued = sum(len(ts) for ts in tokens.values())
-    duplicates = sum(len(ts) - len(set(ts)) for ts in tokens.values())
+    duplicates = sum(len(ts) - len({tok for tok, _, _ in ts}) for ts in tokens.values())
+    order_violations = sum(issue_order_violations(ts) for ts in tokens.values())
     for (kind, key), token in sorted(acked.items()):
         print(f"max {kind} {key} {token}")
     for key, token in sorted(first.items()):
