@@ -9,6 +9,8 @@ PACKAGES=(
     libgtest-dev valgrind libipc-run-perl procps
     python3-psycopg python3-yaml
     etcd-server python3-etcd3 zookeeper python3-kazoo
+    # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
+    patroni python3-etcd
     sqlsmith
     # the client examples (examples/): Django, SQLAlchemy, JDBC
     python3-django python3-psycopg2 python3-sqlalchemy

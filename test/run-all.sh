@@ -17,6 +17,8 @@
 #              the statistics views over it (test/extupdate/run.sh)
 #   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
+#   patroni    Patroni (etcd3 DCS) with synchronous_mode_strict: switchover and kill -9
+#              of the primary under writing and leasing clients (test/patroni/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
@@ -159,6 +161,9 @@ bad=$(grep -cE '^not ok [0-9]+' "$LOGDIR/tap.log")
 if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 [ "$bad" -gt 0 ] && cat "$LOGDIR/tap.log"
 record tap "$ok" "$bad"
+
+echo "== patroni"
+run_tap_like patroni test/patroni/run.sh
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
