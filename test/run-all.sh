@@ -14,6 +14,8 @@
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
+#   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
+#              with leases (test/stress/run.sh; STRESS_WRITES=100000: make stress)
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
@@ -116,6 +118,8 @@ echo "== drivers"
 run_tap_like drivers test/drivers/run.sh
 echo "== keymove"
 run_tap_like keymove test/keymove/run.sh
+echo "== stress"
+STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh
 echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"
