@@ -7,6 +7,8 @@
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
 #   dump       pg_dump / restore round trip (test/dump/run.sh)
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 with state in place
+#   security   CREATE EXTENSION / ALTER EXTENSION UPDATE next to trojan objects in
+#              public and pg_temp; SECURITY DEFINER audit (test/security/run.sh)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   crash      kill -9 of the whole server, then recovery (test/crash/run.sh)
 #   upgrade    pg_upgrade between two scratch clusters keeps every guard (test/upgrade/run.sh)
@@ -105,6 +107,8 @@ run_tap_like dump test/dump/run.sh
 
 echo "== extupdate"
 run_tap_like extupdate test/extupdate/run.sh
+echo "== security"
+run_tap_like security test/security/run.sh
 
 if [ -d test/integration ]; then
     echo "== integration"
