@@ -443,6 +443,9 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing_resource_advance(text,fencing_token,text)', 'token whitespace hex', $$SELECT fencing_resource_advance('a1', E' 0x10\t', 'bi-ns')$$),
 ('fencing_resource_advance(text,fencing_token,text)', 'empty names', $$SELECT fencing_resource_advance('', 1, '')$$),
 ('fencing_resource_advance(text,fencing_token,text)', '10 MB resource', $$SELECT fencing_resource_advance((SELECT s10mb FROM bi_big), 1, 'bi-ns')$$),
+('fencing_resource_advance(text,fencing_token,text)', 'longest key that fits (2684 B)', $$SELECT fencing_resource_advance(left(s10mb, 2684), 1, 'bi-ns') FROM bi_big$$),
+('fencing_resource_advance(text,fencing_token,text)', 'one byte longer (2685 B)', $$SELECT fencing_resource_advance(left(s10mb, 2685), 1, 'bi-ns') FROM bi_big$$),
+('fencing_resource_advance(text,fencing_token,text)', '100 kB that compresses', $$SELECT fencing_resource_advance(repeat('x', 100000), 1, 'bi-ns')$$),
 ('fencing_resource_advance(text,fencing_token,text)', '10 MB namespace', $$SELECT fencing_resource_advance('a1', 1, (SELECT s10mb FROM bi_big))$$),
 ('fencing_resource_advance(text,fencing_token,text)', 'unicode', $$SELECT fencing_resource_advance('ŕésource', 3, 'Mixed NS ü')$$),
 ('fencing_resource_advance(text,fencing_token,text)', 'acquire at max', $$SELECT fencing_acquire('a-max', 'h', '1 min', NULL, 'bi-ns')$$),
@@ -533,6 +536,8 @@ DROP SCHEMA "My Schema" CASCADE;
 SELECT fencing_resource_reset(r, ns) FROM (VALUES ('r1', 'bi-ns'), ('a-max', 'bi-ns'),
     ('a1', 'bi-ns'), ('ŕésource', 'Mixed NS ü'), ('ressource ü', 'Mixed NS ü'), ('R', 'Mixed NS ü'),
     ('', 'bi-ns'), ('l3', 'bi-ns')) v(r, ns) ORDER BY 1;
+SELECT count(fencing_resource_reset(resource, 'bi-ns')) AS long_keys_reset
+  FROM fencing.resource_hwm WHERE namespace = 'bi-ns';
 -- Leases and namespace claims outlive their resources: remove this file's.
 DELETE FROM fencing.lease WHERE namespace IN ('default', 'bi-ns', 'Mixed NS ü')
     AND resource IN ('l1', 'l2', 'l3', '', 'a-max', 'ressource ü');

@@ -1,6 +1,7 @@
 #include "pg/hwm_store.hpp"
 
 #include "pg/internal_access.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/raise_registry.hpp"
 #include "pg/durability.hpp"
 
@@ -329,6 +330,7 @@ bool DirectCheckAndRaise(DirectTable *t, const SharedHwm &h, const Datum *key, T
 
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict) {
+    RequireStorableResourceKey(name_space, resource);
     Datum ns = CStringGetTextDatum(name_space);
     Datum res = CStringGetTextDatum(resource);
     // "<namespace>\0<resource>"

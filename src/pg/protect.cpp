@@ -150,6 +150,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));
+        RequireStorableResourceKey(row.resource_namespace, "");
         JoinNamespace(row.resource_namespace, RelationOwner(relid));
     } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
         ereport(ERROR,
