@@ -10,7 +10,9 @@ connection. Each transaction is one of
     fenced_update(), DELETE and fenced_delete(), INSERT (re-insert of a deleted
     key), fenced_upsert(), a primary-key move (UPDATE ... SET id = b);
   resource scope (stress.res, namespace 'stress', hot and cold resources):
-    the same UPDATE paths (v = v + 1), fencing_acquire() of a lease (TTL
+    the same UPDATE paths (v = v + 1), rows of two hot resources in random
+    order in one transaction (so writers deadlock, and retry the same
+    transaction on 40P01), fencing_acquire() of a lease (TTL
     250 ms) whose token the worker then writes with, fencing_renew(),
     fencing_release(), fencing_resource_advance();
   table scope (stress.tab): the same UPDATE paths (v = v + 1).
@@ -226,8 +228,22 @@ def worker(index, seed, clock, attempts, results):
                               (r, leases.pop(r))).fetchone()[0]
             stats["released" if ok else "release refused"] += 1
             return None
+        if x < 0.21:
+            # Two hot resources in random order, one transaction: writers
+            # that take them in opposite orders deadlock (40P01, retried).
+            written = []
+            for rr in rnd.sample(RES_HOT, 2):
+                rid2 = all_res.index(rr) * RES_ROWS + rnd.randint(1, RES_ROWS)
+                conn.execute("UPDATE stress.res SET v = v + 1, fence = %s::bigint WHERE id = %s",
+                             (tok, rid2))
+                written.append((rr, rid2))
+                if len(written) == 1:
+                    time.sleep(rnd.uniform(0, 0.003))
+            for rr, rid2 in sorted(written):
+                record("res", [rr], tok, "pair", rid=rid2)
+            return ("write", tok)
         tok = leases.get(r, tok)
-        if x < 0.17:
+        if x < 0.25:
             ok = conn.execute("SELECT fencing_resource_advance(%s, %s::bigint, 'stress')",
                               (r, tok)).fetchone()[0]
             if not ok:
@@ -274,7 +290,10 @@ def worker(index, seed, clock, attempts, results):
             tok = max(1, token - rnd.randint(1, 50))  # a deliberately old token
         scope = rnd.random()
         attempted = True
+        state = rnd.getstate()
         for attempt in range(20):
+            if attempt:
+                rnd.setstate(state)  # a retry repeats the same transaction
             try:
                 conn.execute("BEGIN")
                 if scope < 0.5:
