@@ -11,6 +11,7 @@
 #   make bench-contention pgbench, 8 clients on one resource / one table vs plain
 #   make check-starvation a raise gets through 8 writers at the HWM, timed
 #   make bench-leases    lease acquire+release cycles/s and latency, against etcd
+#   make stress          100k fenced writes with real pauses, on a scratch cluster (STRESS_WRITES=)
 #   make fuzz            10^7 libFuzzer executions on the parser and decoder (FUZZ_RUNS=)
 #   make examples        the client examples (examples/) on a scratch cluster
 #   make format          clang-format the sources
@@ -60,7 +61,7 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test tap bench bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples
+.PHONY: demo test tap bench bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples stress
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -82,6 +83,9 @@ bench-leases: deps
 	bash test/bench/leases.sh
 examples: deps
 	bash test/examples.sh
+# STRESS_WRITES fenced write attempts (default 10^5) with SIGSTOP pauses; 0 violations or it fails.
+stress: deps
+	STRESS_WRITES=$${STRESS_WRITES:-100000} bash test/stress/scratch.sh
 unit:
 	$(MAKE) -C test/unit
 # FUZZ_RUNS executions (default 10^7) of the parser/decoder fuzzer, 0 crashes or it fails.

@@ -54,17 +54,6 @@ CREATE FUNCTION fencing.stats_name_hash(namespace pg_catalog.text, resource pg_c
     RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_stats_name_hash'
     LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
--- The role whose privileges a namespace's rows need ('default': the
--- extension's owner), as in fencing_leases.
-CREATE FUNCTION fencing.namespace_owner(pg_catalog.text) RETURNS pg_catalog.oid
-    LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
-    SELECT CASE WHEN $1 OPERATOR(pg_catalog.=) 'default'
-                THEN (SELECT e.extowner FROM pg_catalog.pg_extension e
-                       WHERE e.extname OPERATOR(pg_catalog.=) 'fencing')
-                ELSE (SELECT n.owner::pg_catalog.oid FROM fencing.resource_namespace n
-                       WHERE n.name OPERATOR(pg_catalog.=) $1) END
-$$;
-
 CREATE VIEW @extschema@.fencing_stats_info AS
     SELECT i.preloaded, i.track_stats, i.preloaded AND i.track_stats AS counters_enabled,
            i.max_entries, i.entries, i.untracked_events, i.stats_reset,
@@ -182,7 +171,11 @@ CREATE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
         OR CASE WHEN o.kind OPERATOR(pg_catalog.=) 'table'
                 THEN pg_catalog.has_table_privilege(o.relid, 'SELECT')
                 ELSE o.owner_known
-                     AND pg_catalog.pg_has_role(fencing.namespace_owner(o.namespace), 'USAGE')
+                     AND pg_catalog.pg_has_role((CASE WHEN o.namespace OPERATOR(pg_catalog.=) 'default'
+                            THEN (SELECT e.extowner FROM pg_catalog.pg_extension e
+                                   WHERE e.extname OPERATOR(pg_catalog.=) 'fencing')
+                            ELSE (SELECT n.owner::pg_catalog.oid FROM fencing.resource_namespace n
+                                   WHERE n.name OPERATOR(pg_catalog.=) o.namespace) END), 'USAGE')
            END;
 GRANT SELECT ON @extschema@.fencing_stats TO PUBLIC;
 
@@ -233,7 +226,11 @@ CREATE VIEW @extschema@.fencing_lease_stats WITH (security_barrier = true) AS
      -- pg_read_all_stats sees it.
      WHERE pg_catalog.pg_has_role('pg_read_all_stats', 'USAGE')
         OR l.namespace IS NOT NULL
-           AND pg_catalog.pg_has_role(fencing.namespace_owner(l.namespace), 'USAGE');
+           AND pg_catalog.pg_has_role((CASE WHEN l.namespace OPERATOR(pg_catalog.=) 'default'
+                            THEN (SELECT e.extowner FROM pg_catalog.pg_extension e
+                                   WHERE e.extname OPERATOR(pg_catalog.=) 'fencing')
+                            ELSE (SELECT n.owner::pg_catalog.oid FROM fencing.resource_namespace n
+                                   WHERE n.name OPERATOR(pg_catalog.=) l.namespace) END), 'USAGE');
 GRANT SELECT ON @extschema@.fencing_lease_stats TO PUBLIC;
 
 -- The hottest objects: tables and namespaces by stale writes turned away,
@@ -264,6 +261,49 @@ CREATE FUNCTION @extschema@.fencing_stats_reset() RETURNS pg_catalog.void
 REVOKE ALL ON FUNCTION @extschema@.fencing_stats_reset() FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@.fencing_stats_reset() IS
     'zeroes the fencing counters of every database (superuser, or EXECUTE granted)';
+
+----------------------------------------------------------------------------
+-- Install-time security (issue 8): the SECURITY DEFINER functions.
+--
+-- The extension has three, all event-trigger functions written in PL/pgSQL
+-- (the statistics views read a namespace's owner from
+-- fencing.resource_namespace with the view owner's rights, as fencing_leases
+-- does, so 1.2 adds none):
+--   fencing.on_ddl_command_end()   (1.0, replaced in 1.1)
+--   fencing.on_sql_drop()          (1.0)
+--   fencing.on_sql_drop_cascade()  (1.1)
+-- Why SECURITY DEFINER: they run inside every role's DDL (CREATE/ALTER/DROP
+-- TABLE, DROP SCHEMA, DROP OWNED, ...) and must read and write the
+-- extension's own tables (fencing.protected, fencing.table_hwm,
+-- fencing.row_tombstone) and call fencing.on_table_ddl(), none of which an
+-- ordinary role may touch (schema fencing is revoked from PUBLIC). They take
+-- no argument: what they act on comes from pg_event_trigger_ddl_commands()
+-- and pg_event_trigger_dropped_objects(), which PostgreSQL fills in, and they
+-- run no SQL built from a name. A function returning event_trigger cannot
+-- be called directly (0A000), only by the event triggers the extension owns.
+-- search_path: pinned since 1.0 to "pg_catalog, pg_temp" (pg_temp last, so a
+-- temporary object can shadow nothing); set again here so that this script
+-- states it.
+-- EXECUTE: nobody needs to call them (event triggers invoke their function
+-- without an EXECUTE check), so PUBLIC loses the default EXECUTE grant.
+----------------------------------------------------------------------------
+ALTER FUNCTION fencing.on_ddl_command_end() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION fencing.on_sql_drop() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION fencing.on_sql_drop_cascade() SET search_path = pg_catalog, pg_temp;
+REVOKE ALL ON FUNCTION fencing.on_ddl_command_end() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fencing.on_sql_drop() FROM PUBLIC;
+REVOKE ALL ON FUNCTION fencing.on_sql_drop_cascade() FROM PUBLIC;
+
+-- The other functions of schema fencing are not SECURITY DEFINER. The C
+-- trigger and event-trigger functions refuse any call that is not a trigger
+-- call (39P01); fencing.protected_upsert() is PL/pgSQL (0A000). They keep
+-- PUBLIC's EXECUTE: PostgreSQL checks it when a trigger is created on them,
+-- and the extension's guards are created by whoever protects a table (the
+-- table owner) through the C code. fencing.guard_status() keeps it too: the
+-- fencing_protected view calls it as the querying role. Schema fencing is
+-- not usable by PUBLIC, so none of them can be named by an ordinary role.
+-- fencing.on_table_ddl() and fencing.ddl_check_start() had EXECUTE revoked
+-- from PUBLIC in 1.0 and 1.1.
 
 -- As every update script: guards re-installed the way this version does.
 SELECT pg_catalog.count(*) FROM @extschema@.fencing_verify_guards(true);

@@ -16,12 +16,16 @@
 #   extupdate  ALTER EXTENSION UPDATE from 1.0 and from 1.1 with state in place,
 #              the statistics views over it (test/extupdate/run.sh)
 #   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
+#   security   CREATE EXTENSION / ALTER EXTENSION UPDATE next to trojan objects in
+#              public and pg_temp; SECURITY DEFINER audit (test/security/run.sh)
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   patroni    Patroni (etcd3 DCS) with synchronous_mode_strict: switchover and kill -9
 #              of the primary under writing and leasing clients (test/patroni/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
+#   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
+#              with leases (test/stress/run.sh; STRESS_WRITES=100000: make stress)
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
 #   tap        PostgreSQL::Test::Cluster suites (test/t/run.sh, prove -v): kill -9
@@ -123,6 +127,8 @@ run_tap_like cookbook test/cookbook/run.sh
 
 echo "== extupdate"
 run_tap_like extupdate test/extupdate/run.sh
+echo "== security"
+run_tap_like security test/security/run.sh
 
 echo "== monitoring"
 run_tap_like monitoring test/monitoring/run.sh
@@ -141,6 +147,8 @@ echo "== keymove"
 run_tap_like keymove test/keymove/run.sh
 echo "== starvation"
 run_tap_like starvation test/starvation/run.sh
+echo "== stress"
+STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh
 echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"

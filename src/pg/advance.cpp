@@ -13,6 +13,7 @@
 #include "pg/hwm_args.hpp"
 #include "pg/hwm_store.hpp"
 #include "pg/internal_access.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/leases.hpp"
 #include "pg/namespaces.hpp"
 #include "pg/relation_args.hpp"
@@ -53,6 +54,7 @@ Datum AdvanceResource(FunctionCallInfo fcinfo) {
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
     char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
     Token token = TokenArg(fcinfo, 1);
+    RequireStorableResourceKey(name_space, resource);
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceWriter(name_space, session.saved_user, "advance its high-water marks");

@@ -2,6 +2,7 @@
 
 #include "pg/hwm_lock.hpp"
 #include "pg/internal_access.hpp"
+#include "pg/resource_key.hpp"
 #include "pg/raise_registry.hpp"
 #include "pg/durability.hpp"
 
@@ -538,6 +539,7 @@ HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
 
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict) {
+    RequireStorableResourceKey(name_space, resource);
     Datum ns = CStringGetTextDatum(name_space);
     Datum res = CStringGetTextDatum(resource);
     // "<namespace>\0<resource>"

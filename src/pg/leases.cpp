@@ -7,6 +7,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
 #include "pg/stats.hpp"
+#include "pg/resource_key.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -306,6 +307,7 @@ AttemptResult TryAcquireInSubtransaction(const char *name_space, const char *res
 Datum Acquire(FunctionCallInfo fcinfo) {
     char *name_space = NamespaceArg(fcinfo, 4);
     char *resource = TextArg(fcinfo, 0, "resource");
+    RequireStorableResourceKey(name_space, resource);
     char *holder = TextArg(fcinfo, 1, "holder");
     const Interval *ttl = PositiveInterval(fcinfo, 2, "ttl");
     bool waits = !PG_ARGISNULL(3);

@@ -54,6 +54,16 @@ char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
     return PG_ARGISNULL(n) ? pstrdup(fallback) : text_to_cstring(PG_GETARG_TEXT_PP(n));
 }
 
+// scope, on_stale, strict and require_token have defaults, but an explicit
+// NULL is not "the default": calling fencing_protect() again changes the
+// policy, so strict => NULL would silently switch strict mode off.
+void RequirePolicyArg(FunctionCallInfo fcinfo, int n, const char *argname) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", argname),
+                 errhint("Leave the argument out to get its default.")));
+}
+
 Datum Protect(FunctionCallInfo fcinfo) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireTable(relid);
@@ -62,6 +72,10 @@ Datum Protect(FunctionCallInfo fcinfo) {
     ProtectedRow row;
     memset(&row, 0, sizeof(row));
     row.relid = relid;
+    RequirePolicyArg(fcinfo, 2, "scope");
+    RequirePolicyArg(fcinfo, 5, "on_stale");
+    RequirePolicyArg(fcinfo, 6, "strict");
+    RequirePolicyArg(fcinfo, 7, "require_token");
     char *scope = TextArg(fcinfo, 2, "row");
     if (!ParseScope(scope, &row.scope))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -72,8 +86,8 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid on_stale action \"%s\"", on_stale),
                         errhint("Valid actions are \"error\" and \"skip\".")));
-    row.strict = !PG_ARGISNULL(6) && PG_GETARG_BOOL(6);
-    row.require_token = !PG_ARGISNULL(7) && PG_GETARG_BOOL(7);
+    row.strict = PG_GETARG_BOOL(6);
+    row.require_token = PG_GETARG_BOOL(7);
     row.resource_namespace = TextArg(fcinfo, 4, row.scope == Scope::kResource ? "default" : "");
 
     // Ownership was checked above, as the caller; from here on the extension's
@@ -136,6 +150,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
         if (row.resource_namespace[0] == '\0')
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("resource_namespace must not be empty")));
+        RequireStorableResourceKey(row.resource_namespace, "");
         JoinNamespace(row.resource_namespace, RelationOwner(relid));
     } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
         ereport(ERROR,

@@ -12,4 +12,12 @@ namespace fencing::pg {
 bool ResourceTypeIsCanonical(Oid type);
 char *ResourceKeyText(Oid type, Datum value);
 
+// A resource's HWM and lease, and a namespace's owner, are keyed by
+// (namespace, resource) in btree indexes, whose entries hold at most
+// BTMaxItemSize bytes after compression. Refuses a longer key with 54000 and
+// a message that says so, instead of PostgreSQL's "index row requires N
+// bytes" naming an index of the extension. resource may be "" (a namespace
+// alone). Costs two strlen() for ordinary keys.
+void RequireStorableResourceKey(const char *name_space, const char *resource);
+
 }  // namespace fencing::pg

@@ -44,16 +44,8 @@ KEYS = int(os.environ.get("KEYMOVE_KEYS", "3"))
 SEED = int(os.environ.get("KEYMOVE_SEED", str(int(time.time()))))
 EXPECTED_REFUSALS = {"TF001", "23505", "40P01"}
 
-checks = 0
-failures = 0
-
-
-def report(ok, what):
-    global checks, failures
-    checks += 1
-    if not ok:
-        failures += 1
-    print(f"{'ok' if ok else 'not ok'} {checks} - {what}", flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tap import finish, report  # noqa: E402
 
 
 class LockService:
@@ -193,8 +185,7 @@ def main():
     run_mode(admin, strict=False)
     run_mode(admin, strict=True)
     admin.close()
-    print(f"# {checks - failures} of {checks} checks passed")
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":
