@@ -499,6 +499,24 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('GUC fencing.token', '10 MB', $$SELECT set_config('fencing.token', s10mb, true) FROM bi_big$$),
 ('GUC fencing.auto_protect', 'junk', $$SELECT set_config('fencing.auto_protect', 'sometimes', true)$$);
 
+-- The statistics (1.2) -------------------------------------------------------------
+INSERT INTO catalogue (fn, input, sql) VALUES
+('fencing.write_stats()', 'an argument', $$SELECT count(*) FROM fencing.write_stats(1)$$),
+('fencing.write_stats()', 'no preload', $$SELECT count(*) FROM fencing.write_stats()$$),
+('fencing.lease_stats()', 'an argument', $$SELECT count(*) FROM fencing.lease_stats('x')$$),
+('fencing.lease_stats()', 'no preload', $$SELECT count(*) FROM fencing.lease_stats()$$),
+('fencing.stats_info()', 'no preload', $$SELECT preloaded FROM fencing.stats_info()$$),
+('fencing.stats_name_hash(text,text)', 'NULL, NULL', $$SELECT fencing.stats_name_hash(NULL, NULL)$$),
+('fencing.stats_name_hash(text,text)', 'NULL resource', $$SELECT fencing.stats_name_hash('ns', NULL) IS NULL$$),
+('fencing.stats_name_hash(text,text)', 'wrong type', $$SELECT fencing.stats_name_hash(1::int, 'r')$$),
+('fencing.stats_name_hash(text,text)', '10 MB', $$SELECT fencing.stats_name_hash(s10mb, s10mb) IS NOT NULL FROM bi_big$$),
+('fencing.stats_name_hash(text,text)', 'unicode', $$SELECT fencing.stats_name_hash('ünïcødé', '"Mixed Case"') IS NOT NULL$$),
+('fencing_stats_reset()', 'an argument', $$SELECT fencing_stats_reset(true)$$),
+('fencing_stats_reset()', 'no preload', $$SELECT fencing_stats_reset() IS NULL$$),
+('GUC fencing.track_stats', 'junk', $$SELECT set_config('fencing.track_stats', 'sometimes', true)$$),
+('GUC fencing.log_rejections', 'junk', $$SELECT set_config('fencing.log_rejections', '2', true)$$),
+('GUC fencing.stats_max', 'at run time', $$SELECT set_config('fencing.stats_max', '10', true)$$);
+
 -- Run the catalogue: each case in its own subtransaction.
 CREATE TABLE outcome AS
     SELECT n, fn, input, pg_temp.try(sql) AS result FROM catalogue ORDER BY n;
