@@ -70,7 +70,7 @@ elapsed=$(($(date +%s) - started))
 # statements the server saw instead, which does not depend on its output format.
 stmts=$(psql -X -At -d smith -c "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = 'smith'")
 echo "# sqlsmith exit $rc after ${elapsed}s; transactions in database smith: $stmts"
-tail -5 "$FENCING_CLUSTER_DIR/smith.out" | sed 's/^/# /'
+{ tail -5 "$FENCING_CLUSTER_DIR/smith.out"; echo; } | sed "/^$/d; s/^/# /"
 
 check "sqlsmith ran a bounded number of statements (rc 0, or stopped by the time bound)" "yes" \
     "$([ $rc -eq 0 ] || [ $rc -eq 124 ] && echo yes || echo "no (rc $rc)")"
