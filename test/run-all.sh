@@ -139,6 +139,10 @@ echo "== keymove"
 run_tap_like keymove test/keymove/run.sh
 echo "== starvation"
 run_tap_like starvation test/starvation/run.sh
+echo "== memory"
+# Backend RSS flat over 50k fenced_update() calls and 50k transparent-mode
+# transactions (make bench runs the 1M version).
+CALLS=50000 run_tap_like memory test/bench/memory.sh
 echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"

@@ -464,7 +464,7 @@ target "row-fenced / same statement unprotected" row tokunprot 1.05
 target "row-fenced, counters on / not preloaded" rowstats row 1.01
 target "row-fenced, counters on / off (track_stats)" rowstats rownostats 1.01
 target "resource-fenced, counters on / not preloaded" resstats resource 1.01
-target "resource-fenced / plain" resource plain 1.40
+target "resource-fenced / plain" resource plain 1.30
 target "resource-fenced, raising / plain" resrise plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
 target "transparent / same transaction unfenced" transparent txunprot 1.05
@@ -607,6 +607,7 @@ report_hotspots() {  # report_hotspots VARIANT CALLEE_REGEX BASELINE
     echo
     report_hotspots row '^fencing_guard$' tokunprot
     report_hotspots resource '::Run\(' plpgres
+    report_hotspots resrise '::Run\(' resource
     report_hotspots fupdate '::RunFenced\(' handcond
     report_hotspots transparent '^fencing_guard$' txunprot
     if [ -n "${PER[fupdate]:-}" ]; then

@@ -40,7 +40,7 @@ SUDO=
 as_server_user() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-for tool in valgrind psql; do
+for tool in valgrind callgrind_annotate psql; do
     command -v "$tool" >/dev/null || { echo "scaling: $tool not found (make deps)" >&2; exit 2; }
 done
 make -s >/dev/null && $SUDO make -s install >/dev/null
@@ -117,6 +117,17 @@ run_one() {  # run_one KIND SCALE N
         return 1
     fi
     awk '/^(summary|totals):/ { print $2; exit }' "$dir/callgrind.out" >"$dir/ir"
+    # Inclusive Ir per function (the largest part of a function callgrind
+    # splits by source file), for the profile of the growth.
+    callgrind_annotate --inclusive=yes --threshold=100 --auto=no "$dir/callgrind.out" 2>/dev/null |
+        awk '/^ *[0-9,]+ +\(/ {
+                ir = $0; sub(/^ */, "", ir); sub(/ .*/, "", ir); gsub(/,/, "", ir)
+                name = $0; sub(/^ *[0-9,]+ +(\([^)]*\) +)?/, "", name)
+                if (name ~ /^PROGRAM TOTALS/) next
+                sub(/ \[[^]]*\]$/, "", name); sub(/^[^ :]*:/, "", name)
+                if (!(name in m) || ir + 0 > m[name]) m[name] = ir + 0
+            }
+            END { for (k in m) printf "%d\t%s\n", m[k], k }' >"$dir/inclusive.tsv"
     rm -f "$dir/callgrind.out"
 }
 
@@ -175,4 +186,32 @@ SQL
         printf '   %-10s %10s entries: %8s Ir/write\n' "$kind" "$scale" "$per"
     done
 done
-echo "scaling: $((SECONDS - start)) s, raw results in $OUT"
+# Where the growth goes: per-write inclusive Ir per function at the smallest
+# and the largest scale, the functions that grew most (frames above 75% of
+# the write's cost hidden: they grow by the total).
+per_write() {  # per_write KIND SCALE -> "Ir/write<TAB>function"
+    { cat "$WORK/runs/$1-$2-$N1/inclusive.tsv"; echo "--"; cat "$WORK/runs/$1-$2-$N2/inclusive.tsv"; } |
+        awk -F'\t' -v d="$((N2 - N1))" '$0 == "--" { second = 1; next }
+            !second { a[$2] = $1; next }
+            { x = ($1 - ($2 in a ? a[$2] : 0)) / d; if (x >= 1) printf "%.0f\t%s\n", x, $2 }'
+}
+read -r -a scales <<<"$SCALES"
+small=${scales[0]}
+large=${scales[${#scales[@]} - 1]}
+PROFILE_OUT=${PROFILE_OUT:-$(dirname "$OUT")/scaling-profile.txt}
+{
+    for kind in resource tombstone; do
+        total=$(awk -F'\t' -v k="$kind" -v e="$large" '$1 == k && $2 == e { print $3 }' "$OUT")
+        echo "$kind ($total Ir/write at $large entries): per-write inclusive Ir at $small, at $large, growth, function"
+        { per_write "$kind" "$small"; echo "--"; per_write "$kind" "$large"; } |
+            awk -F'\t' -v total="$total" '$0 == "--" { second = 1; next }
+                !second { a[$2] = $1; next }
+                { if ($1 > 0.75 * total) next
+                  g = $1 - ($2 in a ? a[$2] : 0)
+                  if (g >= 200) printf "%8d %8d %7d  %s\n", ($2 in a ? a[$2] : 0), $1, g, substr($2, 1, 90) }' |
+            sort -k3,3nr | head -14
+        echo
+    done
+} >"$PROFILE_OUT"
+cat "$PROFILE_OUT"
+echo "scaling: $((SECONDS - start)) s, raw results in $OUT, profile in $PROFILE_OUT"
