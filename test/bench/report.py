@@ -204,21 +204,22 @@ def contention():
                           f"{med(v, c, 'p99_ms'):.3f}"]
             f.write(" ".join(cells) + "\n")
     cols = {v: 2 + 4 * i for i, v in enumerate(variants)}
-    common = ("set terminal svg size 800,480 dynamic font 'sans,12'\n"
-              "set key outside right top\nset grid\nset logscale x 2\nset xtics (1,2,4,8,16)\n"
+    common = ("set terminal svg size 900,480 dynamic font 'sans,12'\n"
+              "set key outside right top\nset grid\nset logscale x 2\nset xrange [0.8:20]\nset xtics (1,2,4,8,16)\n"
               "set xlabel 'pgbench clients (2-core machine)'\n")
     cmds = {}
     lines = ", ".join(f"'contention.dat' using 1:{cols[v]} with linespoints title '{v}'" for v in variants)
     cmds["contention-tps"] = gnuplot("contention-tps", common +
                                      "set output 'contention-tps.svg'\nset ylabel 'TPS (median of rounds)'\n"
                                      "set yrange [0:*]\nplot " + lines + "\n")
-    lines = ", ".join(f"'contention.dat' using 1:{cols[v] + 1} with linespoints title '{v}'"
+    lines = ", ".join(f"'contention.dat' using 1:{cols[v] + 1} with linespoints title '{v}"
+                      + (" / txplain" if pair_base(v) != "plain" else "") + "'"
                       for v in variants if v not in ("plain", "txplain"))
     cmds["contention-ratio"] = gnuplot(
         "contention-ratio", common +
         "set output 'contention-ratio.svg'\nset ylabel 'TPS / plain TPS, same round (median)'\n"
         "set yrange [0:1.4]\nset arrow from 1,0.85 to 16,0.85 nohead dashtype 2\n"
-        "set label 'target 0.85 (8 clients, one resource / table)' at 1.1,0.8\n"
+        "set label 'dashed: the target, 0.85 (8 clients, one resource / table scope)' at 1.1,0.1\n"
         "plot " + lines + "\n")
     lines = ", ".join(f"'contention.dat' using 1:{cols[v] + 3} with linespoints title '{v}'" for v in variants)
     cmds["contention-p99"] = gnuplot("contention-p99", common +

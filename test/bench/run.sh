@@ -77,7 +77,7 @@ done
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
 declare -A V_TABLE V_PREPARE V_EXEC V_TITLE V_SETTINGS
-ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise fupdate handcond transparent txunprot plpgrow plpgres)
+ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise resriseon fupdate handcond transparent txunprot plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
@@ -144,6 +144,15 @@ V_TABLE[resrise]=res_rise
 V_PREPARE[resrise]='PREPARE p(int, fencing_token) AS UPDATE res_rise SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[resrise]="EXECUTE p({ID}, '{RISING}')"
 
+# The same under synchronous_commit = on (the default): a raising commit then
+# needs no forced synchronous_commit (pg/durability.cpp sets it LOCAL to 'on'
+# when the session runs with it off, as every other variant here does).
+V_TITLE[resriseon]="4r resource-fenced, rising, synchronous_commit = on"
+V_TABLE[resriseon]=res_rise
+V_PREPARE[resriseon]=${V_PREPARE[resrise]}
+V_EXEC[resriseon]=${V_EXEC[resrise]}
+V_SETTINGS[resriseon]="-c synchronous_commit=on"
+
 V_TITLE[fupdate]="5 fenced_update() (jsonb key/changes parameters)"
 V_TABLE[fupdate]=fenced2
 V_PREPARE[fupdate]='PREPARE p(fencing_token, jsonb, jsonb) AS SELECT fenced_update('"'fenced2'"'::regclass, $1, $2, $3)'
@@ -177,7 +186,7 @@ V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [resriseon]=1 [fupdate]=1 [handcond]=1
                          [transparent]=1 [txunprot]=0
                          [plpgrow]=1 [plpgres]=1)
 
@@ -334,7 +343,7 @@ run_one() {
             }
         }'
         local tokcheck="tok::bigint = $TOKEN"
-        [ "$v" = resrise ] && tokcheck="tok::bigint > $TOKEN"
+        case $v in resrise | resriseon) tokcheck="tok::bigint > $TOKEN" ;; esac
         echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE $tokcheck) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
     } >"$dir/script.sql"
     local rc=0
@@ -443,7 +452,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | transparent | txunprot | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | resriseon | transparent | txunprot | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -466,6 +475,7 @@ target "row-fenced, counters on / off (track_stats)" rowstats rownostats 1.01
 target "resource-fenced, counters on / not preloaded" resstats resource 1.01
 target "resource-fenced / plain" resource plain 1.30
 target "resource-fenced, raising / plain" resrise plain 1.40
+target "resource-fenced, raising, sync commit on / plain" resriseon plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
 target "transparent / same transaction unfenced" transparent txunprot 1.05
 echo "References"
@@ -606,8 +616,8 @@ report_hotspots() {  # report_hotspots VARIANT CALLEE_REGEX BASELINE
     echo "# A function inlined from several files is counted at its largest part."
     echo
     report_hotspots row '^fencing_guard$' tokunprot
-    report_hotspots resource '::Run\(' plpgres
-    report_hotspots resrise '::Run\(' resource
+    report_hotspots resource '::SettleDirect\(' plpgres
+    report_hotspots resrise '::SettleDirect\(' resource
     report_hotspots fupdate '::RunFenced\(' handcond
     report_hotspots transparent '^fencing_guard$' txunprot
     if [ -n "${PER[fupdate]:-}" ]; then

@@ -209,7 +209,7 @@ PROFILE_OUT=${PROFILE_OUT:-$(dirname "$OUT")/scaling-profile.txt}
                 { if ($1 > 0.75 * total) next
                   g = $1 - ($2 in a ? a[$2] : 0)
                   if (g >= 200) printf "%8d %8d %7d  %s\n", ($2 in a ? a[$2] : 0), $1, g, substr($2, 1, 90) }' |
-            sort -k3,3nr | head -14
+            sort -k3,3nr | head -30
         echo
     done
 } >"$PROFILE_OUT"
