@@ -20,6 +20,8 @@
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
+#   memory     a backend's RSS stays flat over 50k fenced_update() calls and 50k
+#              transparent-mode transactions (test/bench/memory.sh)
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
 #   tap        PostgreSQL::Test::Cluster suites (test/t/run.sh, prove -v): kill -9

@@ -16,7 +16,7 @@
 # its own; the server must run on this machine. Prints "ok N - ..." lines and,
 # if OUT is set, appends a line per check to OUT.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 source test/lib/checks.sh
 CALLS=${CALLS:-100000}
 WARMUP_S=${WARMUP_S:-2}
@@ -78,8 +78,8 @@ measure() {  # measure NAME TABLE: one session of CALLS transactions
     check "$name: pgbench ran $CALLS transactions in one session" "0 $CALLS" "$rc ${done_tx:-0}"
     # Every transaction updated a row (the statistics the ended session
     # flushed at exit).
-    local updated=0 i
-    for i in $(seq 50); do
+    local updated=0
+    for _ in $(seq 50); do
         updated=$(psql -X -At -c "SELECT n_tup_upd FROM pg_stat_user_tables WHERE relid = '$table'::regclass")
         [ "$updated" = "$CALLS" ] && break
         sleep 0.1

@@ -46,6 +46,7 @@ CALLGRIND_TITLES = {
     "resource": "**4 resource-fenced**, token reused",
     "resstats": "4s resource-fenced, counters on (preloaded)",
     "resrise": "**4b resource-fenced, token rising every write**",
+    "resriseon": "4r the same, `synchronous_commit = on` (no forced durable commit)",
     "fupdate": "**5 `fenced_update()`** (jsonb key/changes parameters)",
     "handcond": "6 hand-written `UPDATE … WHERE id = $1 AND tok <= $2`",
     "transparent": "**9 transparent mode**: `BEGIN; SET LOCAL fencing.token; UPDATE; COMMIT`",
@@ -263,15 +264,49 @@ def callgrind():
                 targets.append((name, kv["ratio"], kv["limit"], kv["result"]))
     base = {"row": "tokunprot", "rowstats": "row", "rownostats": "row", "resstats": "resource",
             "fupdate": "handcond", "transparent": "txunprot", "ctrigtok": "tokunprot"}
+    label = {"tokunprot": "1c", "row": "3", "resource": "4", "handcond": "6", "txunprot": "9u"}
     rows = []
     for v, ir in per.items():
         b = base.get(v, "plain")
         r = ir / per[b] if b in per else None
         rows.append([CALLGRIND_TITLES.get(v, v), fmt_int(ir), f"{ir / per['plain']:.3f}" if "plain" in per else "-",
-                     f"{r:.3f} × {b}" if r is not None and b != "plain" else ""])
+                     f"{r:.3f} × {label.get(b, b)}" if r is not None and b != "plain" else ""])
     out = ["Header of the raw file: " + "; ".join(head) + "\n",
            table(["variant", "Ir/write", "vs plain (1)", "vs its reference"], rows), ""]
     return "\n".join(out), per, targets
+
+
+def hotspots():
+    """The top entries of each profiled variant in bench/data/hotspots.txt:
+    the direct callees of the fencing entry point and what costs more than
+    in the variant's reference."""
+    path = os.path.join(DATA, "hotspots.txt")
+    if not os.path.exists(path):
+        return ""
+    out, keep, shown = [], 0, 0
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if line.startswith("== "):
+                out.append("" if not out else "")
+                out.append(line)
+                keep, shown = (8 if "callees of" in line else 0), 0
+            elif line.startswith("-- top functions"):
+                keep = 0
+            elif line.startswith("-- "):
+                out.append(line)
+                keep, shown = (8 if "direct callees" in line else 12), 0
+            elif keep and shown < keep and line.strip():
+                # The call-stack spine (static functions, portal and executor
+                # frames) repeats the same difference: left out.
+                ir, _, name = line.strip().partition("  ")
+                name = name.strip()
+                if name.startswith(("0x", "PortalRun", "ExecutorRun", "standard_Executor", "ExecutorStart",
+                                    "ExecInitNode", "ProcessUtility", "standard_ProcessUtility")):
+                    continue
+                out.append(line[:118])
+                shown += 1
+    return "```\n" + "\n".join(out).strip() + "\n```\n"
 
 
 # ---------------------------------------------------------------------------
@@ -304,7 +339,7 @@ def scaling():
                   "tombstone Ir/write", "vs 1k"], out_rows), ""]
     for k in kinds:
         s, res, top = verdict[k]
-        out.append(f"* {k}: largest / smallest = **{s:.3f}** up to {fmt_int(top)} entries "
+        out.append(f"* {k}: largest / smallest = **{s:.4f}** up to {fmt_int(top)} entries "
                    f"(target ≤ 1.10): **{res}**")
     out.append("")
     dat = os.path.join(PLOTS, "scaling.dat")
@@ -367,6 +402,8 @@ def main():
     names = {"row-fenced / same statement unprotected": "row scope / the same statement unprotected",
              "resource-fenced / plain": "resource scope, token reused / plain",
              "resource-fenced, raising / plain": "resource scope, token rising / plain",
+             "resource-fenced, raising, sync commit on / plain":
+                 "resource scope, token rising, `synchronous_commit = on` / plain",
              "fenced_update / hand-written conditional": "`fenced_update()` / hand-written conditional",
              "transparent / same transaction unfenced": "transparent mode / the same transaction unfenced"}
     for name, ratio, limit, result in targets:
@@ -376,7 +413,7 @@ def main():
         res = "PASS" if ratio != "-" and float(ratio) <= float(lim) else "MISS"
         trows.append([names[name], f"≤ {float(lim):.2f}×", f"{ratio}×", res])
     for k, (s, res, top) in sverdict.items():
-        trows.append([f"scaling, {k}: 1k → {fmt_int(top)} entries", "≤ 1.10× (flat)", f"{s:.3f}×", res])
+        trows.append([f"scaling, {k}: 1k → {fmt_int(top)} entries", "≤ 1.10× (flat)", f"{s:.4f}×", res])
     for v in ("resource1", "table"):
         p = csum.get((v, 8))
         if p is not None:
@@ -414,6 +451,10 @@ reference 9u the identical transaction on an unprotected table of the same
 shape. Hotspots: `bench/data/hotspots.txt`.
 
 {gtext}
+The annotated top entries (`bench/data/hotspots.txt`, per-write inclusive Ir,
+`callgrind_annotate --inclusive=yes`; discussed under *Analysis*):
+
+{hotspots()}
 ## Contention curves (`test/bench/contention.sh`)
 
 pgbench `-M prepared`, 1,000 rows, each transaction one single-row `UPDATE …
