@@ -283,25 +283,26 @@ def hotspots():
     path = os.path.join(DATA, "hotspots.txt")
     if not os.path.exists(path):
         return ""
-    out, keep, shown = [], 0, 0
+    out, keep, shown, spine = [], 0, 0, False
     with open(path) as f:
         for line in f:
             line = line.rstrip("\n")
             if line.startswith("== "):
                 out.append("" if not out else "")
                 out.append(line)
-                keep, shown = (8 if "callees of" in line else 0), 0
+                keep, shown, spine = (8 if "callees of" in line else 0), 0, False
             elif line.startswith("-- top functions"):
                 keep = 0
             elif line.startswith("-- "):
                 out.append(line)
                 keep, shown = (8 if "direct callees" in line else 12), 0
+                spine = "more than" in line
             elif keep and shown < keep and line.strip():
                 # The call-stack spine (static functions, portal and executor
                 # frames) repeats the same difference: left out.
                 ir, _, name = line.strip().partition("  ")
                 name = name.strip()
-                if name.startswith(("0x", "PortalRun", "ExecutorRun", "standard_Executor", "ExecutorStart",
+                if spine and name.startswith(("0x", "PortalRun", "ExecutorRun", "standard_Executor", "ExecutorStart",
                                     "ExecInitNode", "ProcessUtility", "standard_ProcessUtility")):
                     continue
                 out.append(line[:118])
