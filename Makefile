@@ -6,7 +6,8 @@
 #                        the TAP suites (test/t, clusters of their own; TAP_TESTS= skips them)
 #   make demo            the story, on a scratch cluster (installs what it needs)
 #   make test            every suite on a scratch cluster, ends with "N passed, N failed"
-#   make bench           instruction-count benchmark under callgrind
+#   make bench           instruction-count benchmark under callgrind, then bench-report
+#   make bench-report    contention curves, scaling, memory check: bench/REPORT.md + plots
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make bench-contention pgbench, 8 clients on one resource / one table vs plain
 #   make check-starvation a raise gets through 8 writers at the HWM, timed
@@ -61,7 +62,7 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test tap bench bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples stress
+.PHONY: demo test tap bench bench-report bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples stress
 deps:
 	bash test/install-deps.sh
 demo: deps
@@ -73,6 +74,9 @@ tap:
 	bash test/t/run.sh
 bench: deps
 	bash test/bench/run.sh
+	bash test/bench/report.sh
+bench-report: deps
+	bash test/bench/report.sh
 bench-pgbench: deps
 	bash test/bench/pgbench.sh
 bench-contention: deps

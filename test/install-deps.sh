@@ -7,6 +7,7 @@ PACKAGES=(
     make g++ clang libclang-rt-14-dev clang-format
     postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
     libgtest-dev valgrind libipc-run-perl procps
+    gnuplot-nox  # the plots of bench/REPORT.md (make bench)
     python3-psycopg python3-yaml
     etcd-server python3-etcd3 zookeeper python3-kazoo
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd

@@ -26,6 +26,8 @@
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
 #              with leases (test/stress/run.sh; STRESS_WRITES=100000: make stress)
+#   memory     a backend's RSS stays flat over 50k fenced_update() calls and 50k
+#              transparent-mode transactions (test/bench/memory.sh)
 #   e2e-etcd   the pause story with real etcd locks and SIGSTOP (test/e2e/etcd.py)
 #   e2e-zookeeper  the same with real ZooKeeper locks, and an epoch change (test/e2e/zookeeper.py)
 #   tap        PostgreSQL::Test::Cluster suites (test/t/run.sh, prove -v): kill -9
@@ -149,6 +151,10 @@ echo "== starvation"
 run_tap_like starvation test/starvation/run.sh
 echo "== stress"
 STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh
+echo "== memory"
+# Backend RSS flat over 50k fenced_update() calls and 50k transparent-mode
+# transactions (make bench runs the 1M version).
+CALLS=50000 run_tap_like memory test/bench/memory.sh
 echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"

@@ -77,7 +77,7 @@ done
 # | 1 if the statement writes the token column.
 # ---------------------------------------------------------------------------
 declare -A V_TABLE V_PREPARE V_EXEC V_TITLE V_SETTINGS
-ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise fupdate handcond plpgrow plpgres)
+ALL_VARIANTS=(plain plaintok tokunprot ctrig ctrigtok row rowstats rownostats resource resstats resrise resriseon fupdate handcond transparent txunprot plpgrow plpgres)
 
 V_TITLE[plain]="1 plain UPDATE (unprotected)"
 V_TABLE[plain]=plain
@@ -144,6 +144,15 @@ V_TABLE[resrise]=res_rise
 V_PREPARE[resrise]='PREPARE p(int, fencing_token) AS UPDATE res_rise SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[resrise]="EXECUTE p({ID}, '{RISING}')"
 
+# The same under synchronous_commit = on (the default): a raising commit then
+# needs no forced synchronous_commit (pg/durability.cpp sets it LOCAL to 'on'
+# when the session runs with it off, as every other variant here does).
+V_TITLE[resriseon]="4r resource-fenced, rising, synchronous_commit = on"
+V_TABLE[resriseon]=res_rise
+V_PREPARE[resriseon]=${V_PREPARE[resrise]}
+V_EXEC[resriseon]=${V_EXEC[resrise]}
+V_SETTINGS[resriseon]="-c synchronous_commit=on"
+
 V_TITLE[fupdate]="5 fenced_update() (jsonb key/changes parameters)"
 V_TABLE[fupdate]=fenced2
 V_PREPARE[fupdate]='PREPARE p(fencing_token, jsonb, jsonb) AS SELECT fenced_update('"'fenced2'"'::regclass, $1, $2, $3)'
@@ -153,6 +162,19 @@ V_TITLE[handcond]="6 hand-written conditional UPDATE (tok <= \$2)"
 V_TABLE[handcond]=plain2
 V_PREPARE[handcond]='PREPARE p(int, bigint) AS UPDATE plain2 SET val = val + 1, tok = $2 WHERE id = $1 AND tok <= $2'
 V_EXEC[handcond]="EXECUTE p({ID}, '$TOKEN')"
+
+# Transparent mode: an unchanged UPDATE (the token column not named) under
+# SET LOCAL fencing.token, against the same transaction on an unprotected
+# table of the same shape (the SET LOCAL included: only the guard differs).
+# Each write is its own BEGIN; SET LOCAL; EXECUTE; COMMIT.
+V_TITLE[transparent]="9 transparent mode (SET LOCAL fencing.token + UPDATE)"
+V_TABLE[transparent]=transp
+V_PREPARE[transparent]='PREPARE p(int) AS UPDATE transp SET val = val + 1 WHERE id = $1'
+V_EXEC[transparent]=$'BEGIN\nSET LOCAL fencing.token = \'5\'\nEXECUTE p({ID})\nCOMMIT'
+V_TITLE[txunprot]="9u the same transaction, unprotected table"
+V_TABLE[txunprot]=transp_unprot
+V_PREPARE[txunprot]='PREPARE p(int) AS UPDATE transp_unprot SET val = val + 1 WHERE id = $1'
+V_EXEC[txunprot]=${V_EXEC[transparent]}
 
 V_TITLE[plpgrow]="7 PL/pgSQL trigger, row check"
 V_TABLE[plpgrow]=plpg_row
@@ -164,7 +186,8 @@ V_TABLE[plpgres]=plpg_res
 V_PREPARE[plpgres]='PREPARE p(int, bigint) AS UPDATE plpg_res SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[plpgres]="EXECUTE p({ID}, '$TOKEN')"
 
-declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [fupdate]=1 [handcond]=1
+declare -A V_SETS_TOKEN=([plain]=0 [plaintok]=1 [tokunprot]=1 [ctrig]=0 [ctrigtok]=1 [row]=1 [rowstats]=1 [rownostats]=1 [resource]=1 [resstats]=1 [resrise]=1 [resriseon]=1 [fupdate]=1 [handcond]=1
+                         [transparent]=1 [txunprot]=0
                          [plpgrow]=1 [plpgres]=1)
 
 read -r -a VARIANTS <<<"${BENCH_VARIANTS:-${ALL_VARIANTS[*]}}"
@@ -226,6 +249,7 @@ CREATE TABLE plpg_hwm (res int PRIMARY KEY, hwm bigint NOT NULL);
 CREATE TABLE fenced  (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE fenced2 (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE res_t   (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+CREATE TABLE transp  (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 SELECT fencing_protect('res_t', scope => 'resource', resource_column => 'shard');
 CREATE TABLE res_rise (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 SELECT fencing_protect('res_rise', scope => 'resource', resource_column => 'shard',
@@ -234,6 +258,7 @@ SELECT fencing_protect('res_rise', scope => 'resource', resource_column => 'shar
 SET fencing.auto_protect = off;
 CREATE TABLE tok_unprot (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 CREATE TABLE ctrig_tok (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
+CREATE TABLE transp_unprot (id int PRIMARY KEY, shard int, val int, tok fencing_token) WITH (fillfactor = 50);
 RESET fencing.auto_protect;
 CREATE TRIGGER ctrig_tok_floor BEFORE UPDATE ON ctrig_tok
     FOR EACH ROW EXECUTE FUNCTION suppress_redundant_updates_trigger();
@@ -278,6 +303,8 @@ INSERT INTO fenced2  SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) 
 INSERT INTO res_t    SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO res_rise SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 INSERT INTO ctrig_tok SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO transp   SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
+INSERT INTO transp_unprot SELECT g, g % :shards, 0, 1 FROM generate_series(1, :rows) g;
 
 SQL
 if [ -n "${BENCH_SETUP_SQL:-}" ]; then
@@ -287,7 +314,7 @@ fi
 psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -c "VACUUM ANALYZE" -c "CHECKPOINT"
 # The setup must have protected exactly what the bench expects.
 protected=$(psql -X -At -d "$DB" -c "SELECT string_agg(table_name::text || ':' || scope, ' ' ORDER BY table_name::text) FROM fencing_protected")
-if [ "$protected" != "fenced:row fenced2:row res_rise:resource res_t:resource" ]; then
+if [ "$protected" != "fenced:row fenced2:row res_rise:resource res_t:resource transp:row" ]; then
     echo "bench: unexpected protection after setup: '$protected'" >&2
     exit 1
 fi
@@ -316,7 +343,7 @@ run_one() {
             }
         }'
         local tokcheck="tok::bigint = $TOKEN"
-        [ "$v" = resrise ] && tokcheck="tok::bigint > $TOKEN"
+        case $v in resrise | resriseon) tokcheck="tok::bigint > $TOKEN" ;; esac
         echo "SELECT 'BENCHCHECK ' || count(*) FILTER (WHERE $tokcheck) || ' ' || coalesce(sum(val), 0) AS c FROM ${V_TABLE[$v]}"
     } >"$dir/script.sql"
     local rc=0
@@ -425,7 +452,7 @@ printf '%-58s %12s %9s\n' "variant" "Ir/write" "vs plain"
 printf '%-58s %12s %9s\n' "$(printf '%.0s-' {1..58})" "------------" "---------"
 for v in "${VARIANTS[@]}"; do
     r=-
-    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
+    case $v in plaintok | tokunprot | ctrig | ctrigtok | row | rowstats | rownostats | resource | resstats | resrise | resriseon | transparent | txunprot | plpgrow | plpgres) r=$(ratio "$v" plain) ;; esac
     [ "$v" = plain ] && r=1.000
     printf '%-58s %12s %9s\n' "${V_TITLE[$v]}" "${PER[$v]}" "$r"
     echo "variant=$v ir_per_write=${PER[$v]} ir_n1=$(cat "$WORK/runs/$v-$N1/ir") ir_n2=$(cat "$WORK/runs/$v-$N2/ir") ratio_vs_plain=$r" >>"$RESULTS"
@@ -446,9 +473,11 @@ target "row-fenced / same statement unprotected" row tokunprot 1.05
 target "row-fenced, counters on / not preloaded" rowstats row 1.01
 target "row-fenced, counters on / off (track_stats)" rowstats rownostats 1.01
 target "resource-fenced, counters on / not preloaded" resstats resource 1.01
-target "resource-fenced / plain" resource plain 1.40
+target "resource-fenced / plain" resource plain 1.30
 target "resource-fenced, raising / plain" resrise plain 1.40
+target "resource-fenced, raising, sync commit on / plain" resriseon plain 1.40
 target "fenced_update / hand-written conditional" fupdate handcond 1.30
+target "transparent / same transaction unfenced" transparent txunprot 1.05
 echo "References"
 reference() {  # reference NAME A B
     local r
@@ -587,8 +616,10 @@ report_hotspots() {  # report_hotspots VARIANT CALLEE_REGEX BASELINE
     echo "# A function inlined from several files is counted at its largest part."
     echo
     report_hotspots row '^fencing_guard$' tokunprot
-    report_hotspots resource '::Run\(' plpgres
+    report_hotspots resource '::SettleDirect\(' plpgres
+    report_hotspots resrise '::SettleDirect\(' resource
     report_hotspots fupdate '::RunFenced\(' handcond
+    report_hotspots transparent '^fencing_guard$' txunprot
     if [ -n "${PER[fupdate]:-}" ]; then
         # SPI_execute_plan hands over to one static function: show its callees.
         inner=$(callees fupdate '^SPI_execute_plan$' | awk -F'\t' 'NR == 1 { print $2 }')
