@@ -14,6 +14,7 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/subtrans.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -29,6 +30,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/procarray.h"
 #include "utils/snapmgr.h"
 }
 
@@ -137,6 +139,30 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
     }
     index_endscan(scan);
     return writer;
+}
+
+// Waits until the (sub)transaction xid, seen writing an HWM row, has ended or
+// been rolled back. XactLockTableWait waits for the topmost transaction as
+// soon as xid has committed into its parent (a PL/pgSQL exception block, a
+// released savepoint): a writer would then wait for the whole transaction even
+// after the savepoint that holds the raise was rolled back. This climbs one
+// level at a time instead, each subtransaction's lock being held until it ends.
+void WaitForWriter(TransactionId xid) {
+    TransactionId level = xid;
+    for (;;) {
+        LOCKTAG tag;
+        SET_LOCKTAG_TRANSACTION(tag, level);
+        (void)LockAcquire(&tag, ShareLock, false, false);
+        LockRelease(&tag, ShareLock, false);
+        if (!TransactionIdIsInProgress(xid))
+            return;
+        TransactionId parent = SubTransGetParent(level);
+        if (TransactionIdIsValid(parent))
+            level = parent;  // level committed into its parent, still running
+        else
+            pg_usleep(1000L);  // a top-level xid seen before it locked itself
+        CHECK_FOR_INTERRUPTS();
+    }
 }
 
 // Which shared HWM a check is about, for the raise registry.
@@ -276,7 +302,7 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
             IndexWriter(rel, index, keys, t->nkeys, slot, t->hwm_attnum, &found, &hwm);
         if (TransactionIdIsValid(writer)) {
             UnlockHwmShared(tag);
-            XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+            WaitForWriter(writer);
             continue;
         }
         if (found && hwm == offered) {
@@ -470,7 +496,7 @@ void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
         if (!TransactionIdIsValid(writer))
             break;
         UnlockHwmExclusive(tag);
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+        WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
     index_close(index, NoLock);
@@ -833,7 +859,7 @@ void HoldTableHwm(Oid relid) {
         // As SettledAtHwm: not holding the lock while waiting, which the
         // writer's transaction may ask for again.
         UnlockHwmShared(&tag);
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+        WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
     index_close(index, NoLock);
@@ -847,7 +873,7 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) 
         TransactionId writer = IndexWriter(rel, index, keys, nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+        WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
 }
