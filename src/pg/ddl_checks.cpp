@@ -22,6 +22,8 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
+#include "commands/tablecmds.h"
+#include "storage/lmgr.h"
 #include "executor/spi.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
@@ -246,6 +248,9 @@ void CarryState(Oid home, const char *attached, List *sources) {
     Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
     for (int i = 0; i < n; ++i) oids[i] = ObjectIdGetDatum(list_nth_oid(sources, i));
     Datum relids = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, 'i'));
+    // The sources are locked (OnAttach), so none of their writers is in
+    // flight; fencing_advance() raises a table HWM without a table lock.
+    for (int i = 0; i < n; ++i) HoldTableHwm(list_nth_oid(sources, i));
     bool has_table, has_tombstone;
     Token table_hwm, tomb_hwm;
     MaxStoredHwms(relids, &has_table, &table_hwm, &has_tombstone, &tomb_hwm);
@@ -284,7 +289,11 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // A parent without partitions yet has no guard: then its own policy row, if any.
     Policy policy;
     Oid home = FencedPolicy(parent, &policy) ? policy.home_relid : parent;
-    CarryState(home, RelName(part), find_all_inheritors(part, NoLock, nullptr));
+    // The locks ATTACH takes anyway, taken now (ddl_command_start runs before
+    // them): the state read below must be the sources' last, with no writer
+    // of theirs still in flight and none to come.
+    LockRelationOid(part, AccessExclusiveLock);
+    CarryState(home, RelName(part), find_all_inheritors(part, AccessExclusiveLock, nullptr));
 }
 
 // M17: a partition detached from a fenced table goes on being fenced on its
@@ -294,6 +303,12 @@ void OnDetach(PartitionCmd *cmd) {
     Policy policy;
     if (!OidIsValid(part) || !FencedPolicy(part, &policy) || policy.home_relid == part)
         return;
+    // The state copied below must be what it is when the DETACH commits: the
+    // partition locked as DETACH locks it (its writers, and the writes through
+    // the parent, which CheckAlterTable locked, are done), and the home's
+    // table HWM held still, since writes to other partitions raise it too.
+    LockRelationOid(part, cmd->concurrent ? ShareUpdateExclusiveLock : AccessExclusiveLock);
+    HoldTableHwm(policy.home_relid);
     InternalSession access;
     BeginInternal(&access);
     Oid types[] = {OIDOID, OIDOID};
@@ -333,6 +348,15 @@ void CheckAlterTable(AlterTableStmt *stmt) {
     else
         targets = GuardedRelations(named, NoLock);
     ListCell *lc, *cc;
+    foreach (cc, stmt->cmds) {
+        auto *cmd = static_cast<AlterTableCmd *>(lfirst(cc));
+        if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition) {
+            // The parent first, in the mode ALTER TABLE takes it, as it would
+            // (OnAttach and OnDetach lock the partition next).
+            LockRelationOid(named, AlterTableGetLockLevel(stmt->cmds));
+            break;
+        }
+    }
     foreach (cc, stmt->cmds) {
         auto *cmd = static_cast<AlterTableCmd *>(lfirst(cc));
         if (cmd->subtype == AT_AttachPartition)

@@ -15,6 +15,7 @@ extern "C" {
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "access/subtrans.h"
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
@@ -30,6 +31,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/procarray.h"
 #include "utils/snapmgr.h"
 }
 
@@ -138,6 +140,30 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
     }
     index_endscan(scan);
     return writer;
+}
+
+// Waits until the (sub)transaction xid, seen writing an HWM row, has ended or
+// been rolled back. XactLockTableWait waits for the topmost transaction as
+// soon as xid has committed into its parent (a PL/pgSQL exception block, a
+// released savepoint): a writer would then wait for the whole transaction even
+// after the savepoint that holds the raise was rolled back. This climbs one
+// level at a time instead, each subtransaction's lock being held until it ends.
+void WaitForWriter(TransactionId xid) {
+    TransactionId level = xid;
+    for (;;) {
+        LOCKTAG tag;
+        SET_LOCKTAG_TRANSACTION(tag, level);
+        (void)LockAcquire(&tag, ShareLock, false, false);
+        LockRelease(&tag, ShareLock, false);
+        if (!TransactionIdIsInProgress(xid))
+            return;
+        TransactionId parent = SubTransGetParent(level);
+        if (TransactionIdIsValid(parent))
+            level = parent;  // level committed into its parent, still running
+        else
+            pg_usleep(1000L);  // a top-level xid seen before it locked itself
+        CHECK_FOR_INTERRUPTS();
+    }
 }
 
 // Which shared HWM a check is about, for the raise registry.
@@ -277,7 +303,7 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
             IndexWriter(rel, index, keys, t->nkeys, slot, t->hwm_attnum, &found, &hwm);
         if (TransactionIdIsValid(writer)) {
             UnlockHwmShared(tag);
-            XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+            WaitForWriter(writer);
             continue;
         }
         if (found && hwm == offered) {
@@ -471,7 +497,7 @@ void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
         if (!TransactionIdIsValid(writer))
             break;
         UnlockHwmExclusive(tag);
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+        WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
     index_close(index, NoLock);
@@ -610,6 +636,26 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
 
 namespace {
 
+// Runs a fixed statement (inside an internal session) with the latest
+// snapshot, not the transaction's: DDL carrying state from one relation to
+// another must read what committed before it got its locks, also under
+// REPEATABLE READ (as LookupTombstone).
+uint64 RunLatest(const char *sql, int nargs, Oid *types, Datum *values) {
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, types);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: could not prepare internal statement: %s",
+                               SPI_result_code_string(SPI_result))));
+    int rc = SPI_execute_snapshot(plan, values, nullptr, GetLatestSnapshot(), InvalidSnapshot,
+                                  false, false, 0);
+    if (rc < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    SPI_freeplan(plan);
+    return SPI_processed;
+}
+
 // The first row's first column as int8, when there is a row and it is not NULL.
 bool FirstInt8NotNull(Token *out) {
     if (SPI_processed == 0)
@@ -672,12 +718,12 @@ void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_to
                    Token *tombstone_hwm) {
     Oid types[] = {OIDARRAYOID};
     Datum values[] = {relids};
-    RunInternalSql(
+    RunLatest(
         "SELECT (SELECT pg_catalog.max(hwm) FROM fencing.table_hwm"
         "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1)),"
         "       (SELECT pg_catalog.max(hwm) FROM fencing.row_tombstone"
         "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1))",
-        1, types, values, nullptr, true);
+        1, types, values);
     bool table_null, tombstone_null;
     *table_hwm =
         DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &table_null));
@@ -690,12 +736,12 @@ void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_to
 void MergeTombstones(Datum from_relids, Oid to) {
     Oid types[] = {OIDOID, OIDARRAYOID};
     Datum values[] = {ObjectIdGetDatum(to), from_relids};
-    RunInternalSql(
+    RunLatest(
         "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
         " SELECT $1, key, pg_catalog.max(hwm) FROM fencing.row_tombstone"
         "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2) GROUP BY key"
         " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-        2, types, values, nullptr, false);
+        2, types, values);
     NoteHwmRaised();
 }
 
@@ -718,16 +764,16 @@ void MergeTableHwm(Oid relid, Token hwm) {
 void CopyStoredHwms(Oid from, Oid to) {
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(from), ObjectIdGetDatum(to)};
-    RunInternalSql(
+    RunLatest(
         "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
         " SELECT $2, key, hwm FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
         " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-        2, types, values, nullptr, false);
-    RunInternalSql(
+        2, types, values);
+    RunLatest(
         "INSERT INTO fencing.table_hwm AS t (relid, hwm)"
         " SELECT $2, hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
         " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
-        2, types, values, nullptr, false);
+        2, types, values);
     NoteHwmRaised();
 }
 
@@ -776,6 +822,52 @@ int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
         1, types, values, target, caller);
 }
 
+namespace {
+
+// For an HWM table not of the direct path's shape (an index added, another
+// access method): waits for every transaction writing any of its rows, which
+// is coarser but sure.
+void WaitForAllWriters(const DirectTable *t) {
+    Oid nsp = get_namespace_oid("fencing", true);
+    Oid relid = OidIsValid(nsp) ? get_relname_relid(t->name, nsp) : InvalidOid;
+    if (OidIsValid(relid)) {
+        LockRelationOid(relid, ShareLock);
+        UnlockRelationOid(relid, ShareLock);
+    }
+}
+
+}  // namespace
+
+void HoldTableHwm(Oid relid) {
+    LOCKTAG tag;
+    TableHwmLockTag(&tag, relid);
+    Datum key[] = {ObjectIdGetDatum(relid)};
+    Relation rel, index;
+    ScanKeyData keys[2];
+    if (!OpenDirect(&table_direct, AccessShareLock, key, &rel, &index, keys)) {
+        // Every raise of this shape takes the lock exclusively until its
+        // statements are done (CheckAndRaiseViaSpi): share it, then wait for
+        // those that let it go and have not committed yet.
+        LockHwmShared(&tag);
+        WaitForAllWriters(&table_direct);
+        return;
+    }
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    for (;;) {
+        LockHwmShared(&tag);
+        TransactionId writer = IndexWriter(rel, index, keys, 1, slot, 0, nullptr, nullptr);
+        if (!TransactionIdIsValid(writer))
+            break;
+        // As SettledAtHwm: not holding the lock while waiting, which the
+        // writer's transaction may ask for again.
+        UnlockHwmShared(&tag);
+        WaitForWriter(writer);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_close(index, NoLock);
+    table_close(rel, NoLock);
+}
+
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
     // Wait for each writer, then look again.
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
@@ -783,21 +875,14 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) 
         TransactionId writer = IndexWriter(rel, index, keys, nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
-        XactLockTableWait(writer, nullptr, nullptr, XLTW_None);
+        WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
 }
 void WaitForTombstoneWriters(Oid home_relid, Datum key) {
     DirectTable *t = &tombstone_direct;
     if (!ResolveDirectTable(t)) {
-        // Not the expected shape (an index added, another access method):
-        // wait on the whole table's writers instead, which is coarser but sure.
-        Oid nsp = get_namespace_oid("fencing", true);
-        Oid relid = OidIsValid(nsp) ? get_relname_relid(t->name, nsp) : InvalidOid;
-        if (OidIsValid(relid)) {
-            LockRelationOid(relid, ShareLock);
-            UnlockRelationOid(relid, ShareLock);
-        }
+        WaitForAllWriters(t);
         return;
     }
     Oid relid = t->relid;

@@ -53,6 +53,13 @@ bool HasTombstones(Oid relid);
 void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_tombstone,
                    Token *tombstone_hwm);
 
+// Holds a table HWM still until this transaction ends, for DDL that carries
+// it elsewhere (ATTACH / DETACH PARTITION): waits for every transaction still
+// writing its row (a raise in flight: its exclusive HWM lock is gone already),
+// then keeps the HWM lock in share mode, so that no raise starts before the
+// DDL commits. The committed value it then reads is the last one.
+void HoldTableHwm(Oid relid);
+
 // Moving state between relations (ATTACH / DETACH PARTITION): every write
 // keeps the higher of the two values, so no HWM goes down.
 void MergeTombstones(Datum from_relids, Oid to);
