@@ -13,8 +13,6 @@
 #   docs       docs/reference.md names every function, view and setting of the
 #              installed extension (test/docs/run.sh)
 #   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
-#   extupdate  ALTER EXTENSION UPDATE from 1.0 and from 1.1 with state in place,
-#              the statistics views over it (test/extupdate/run.sh)
 #   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
 #   security   CREATE EXTENSION / ALTER EXTENSION UPDATE next to trojan objects in
 #              public and pg_temp; SECURITY DEFINER audit (test/security/run.sh)
@@ -127,8 +125,6 @@ run_tap_like docs test/docs/run.sh
 echo "== cookbook"
 run_tap_like cookbook test/cookbook/run.sh
 
-echo "== extupdate"
-run_tap_like extupdate test/extupdate/run.sh
 echo "== security"
 run_tap_like security test/security/run.sh
 

@@ -142,6 +142,34 @@ sub check_writes
 	return;
 }
 
+# From 1.2 on: the statistics views answer over the updated state, and
+# fencing_stats_reset() is not PUBLIC's.
+sub check_statistics
+{
+	my ($db, $label, $from, $before) = @_;
+	return if query($node, $db, q{SELECT to_regclass('fencing_stats') IS NULL}) eq 't';
+	is( query($node, $db, q{SELECT string_agg(kind || ':' || coalesce(table_name::text, namespace), ' '
+	                                        ORDER BY kind, table_name::text) FROM fencing_stats}),
+		query($node, $db, q{SELECT string_agg(k, ' ' ORDER BY k) FROM (
+	                          SELECT 'namespace:' || name AS k FROM fencing.resource_namespace
+	                          UNION ALL SELECT 'table:' || table_name FROM fencing_protected) s}),
+		"$label: fencing_stats lists every protected table and namespace");
+	if ($from ne '1.0')
+	{
+		my ($t) = $before->{lease} =~ /^upd\|h1\|(\d+)\|/;
+		is(query($node, $db, q{SELECT current_token || ':' || live FROM fencing_lease_stats WHERE resource = 'upd'}),
+			"$t:true", "$label: fencing_lease_stats shows the held lease's token");
+	}
+	is(query($node, $db, q{SELECT has_function_privilege('public', 'fencing_stats_reset()', 'EXECUTE')}),
+		'f', "$label: fencing_stats_reset() not granted to PUBLIC");
+	return;
+}
+
+# The extension's members, to compare an updated install with a fresh one.
+my $members_sql = q{SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1)
+       FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'};
+my @updated;
+
 sub snapshot
 {
 	my ($db, $from) = @_;
@@ -163,7 +191,9 @@ for my $i (0 .. $#chain - 1)
 	my ($ok, $out, $err) = $node->psql($db, 'ALTER EXTENSION fencing UPDATE');
 	is($ok . ($err =~ /ERROR/ ? $err : ''), '0', "$label: ALTER EXTENSION fencing UPDATE succeeds");
 	check_state($db, $label, $from, $current, $before);
+	check_statistics($db, $label, $from, $before);
 	check_writes($db, $label, $from, $before);
+	push @updated, [ $db, $label ];
 }
 
 # 1.0 walked one step at a time, when there is more than one step.
@@ -179,8 +209,17 @@ if (@chain > 2)
 		is($ok . ($err =~ /ERROR/ ? $err : ''), '0', "$label: ALTER EXTENSION fencing UPDATE TO '$v' succeeds");
 		check_state($db, $label, '1.0', $v, $before);
 	}
+	check_statistics($db, '1.0 stepwise', '1.0', $before);
 	check_writes($db, '1.0 stepwise', '1.0', $before);
+	push @updated, [ $db, '1.0 stepwise' ];
 }
+
+# Every path ends with the objects of a fresh CREATE EXTENSION.
+query($node, 'postgres', 'CREATE DATABASE upd_fresh');
+query($node, 'upd_fresh', 'CREATE EXTENSION fencing');
+my $fresh = query($node, 'upd_fresh', $members_sql);
+is(query($node, $_->[0], $members_sql), $fresh, "$_->[1]: the same extension objects as a fresh install")
+  for @updated;
 
 note 'update paths tested: ' . join(', ',
 	(map { "$_ -> $current" } @chain[ 0 .. $#chain - 1 ]),
