@@ -19,7 +19,7 @@ LOG=$ROOT/server.log
 
 as_server_user() {
     if [ "$(id -u)" = 0 ]; then
-        runuser -u postgres -- "$@"
+        runuser -u postgres -- env -C "$ROOT" "$@"
     else
         "$@"
     fi

@@ -25,7 +25,10 @@ export PGHOST=127.0.0.1 PGUSER=postgres PGDATABASE=postgres PGCONNECT_TIMEOUT=5
 export PATRONI_DSN="host=127.0.0.1,127.0.0.1 port=${PG_PORT[1]},${PG_PORT[2]} user=postgres dbname=postgres
  target_session_attrs=read-write connect_timeout=3 keepalives_idle=2 keepalives_interval=1 keepalives_count=3"
 
-as_server_user() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# Under root, as postgres and from $ROOT: the checkout may not be enterable by
+# postgres (a clone under a 0700 mktemp directory), and Patroni's bootstrap
+# (initdb, pg_ctl) fails in a working directory it cannot enter.
+as_server_user() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- env -C "$ROOT" "$@"; else "$@"; fi; }
 client_pids=()
 
 stop_pid() {  # stop_pid PID SECONDS [MARK]: TERM, wait, then KILL; with MARK only
