@@ -2,15 +2,16 @@
 // XACT_EVENT_PRE_COMMIT callbacks, then RecordTransactionCommit (flush if
 // synchronous_commit > off or forceSyncCommit; SyncRepWaitForLSN, which waits
 // if synchronous_commit > local and SyncRepWaitMode, set by the GUC's assign
-// hook, asks for it), and only after that AtEOXact_GUC pops the LOCAL value set
-// here. PrepareTransaction has the same order around EndPrepare.
+// hook, asks for it), then XACT_EVENT_COMMIT callbacks, where the session's
+// value is put back, and only after that AtEOXact_GUC. PrepareTransaction has
+// the same order around EndPrepare.
 #include "pg/durability.hpp"
 
 #include "pg/pg.hpp"
 
 extern "C" {
 #include "access/xact.h"
-#include "utils/guc.h"
+#include "replication/syncrep.h"
 }
 
 namespace fencing::pg {
@@ -23,6 +24,10 @@ namespace {
 // all of them are rolled back with it.
 int raised_level = 0;
 
+// The session's synchronous_commit while this transaction's commit runs
+// with 'on'; -1 when it is not overridden.
+int overridden_synchronous_commit = -1;
+
 // The transaction is about to write its commit (or prepare) record.
 void MakeCommitDurable() {
     if (raised_level == 0)
@@ -33,9 +38,27 @@ void MakeCommitDurable() {
     // survive a crash or a failover to one of them. remote_apply is stronger
     // still and kept when the session asks for it; it adds read visibility on
     // the standby, not durability, so it is not forced.
-    if (synchronous_commit < SYNCHRONOUS_COMMIT_ON)
-        (void)set_config_option("synchronous_commit", "on", PGC_USERSET, PGC_S_SESSION,
-                                GUC_ACTION_LOCAL, true, ERROR, false);
+    //
+    // The variable and its assign hook (which sets the wait mode
+    // SyncRepWaitForLSN reads), not SET LOCAL: from here to the COMMIT (or
+    // PREPARE, or ABORT) event below no SQL runs and nothing reads the setting
+    // through the GUC machinery, and the value is put back there, before
+    // AtEOXact_GUC. SET LOCAL cost a GUC stack entry and AtEOXact_GUC's walk
+    // over every setting: 5k instructions per raising transaction.
+    if (synchronous_commit < SYNCHRONOUS_COMMIT_ON) {
+        overridden_synchronous_commit = synchronous_commit;
+        synchronous_commit = SYNCHRONOUS_COMMIT_ON;
+        assign_synchronous_commit(SYNCHRONOUS_COMMIT_ON, nullptr);
+    }
+}
+
+// After the commit (prepare) record, or on abort: the session's value again.
+void RestoreSynchronousCommit() {
+    if (overridden_synchronous_commit < 0)
+        return;
+    synchronous_commit = overridden_synchronous_commit;
+    assign_synchronous_commit(overridden_synchronous_commit, nullptr);
+    overridden_synchronous_commit = -1;
 }
 
 void OnXactEvent(XactEvent event, void *) {
@@ -51,6 +74,7 @@ void OnXactEvent(XactEvent event, void *) {
         default:
             // COMMIT, ABORT, PREPARE and their parallel forms: the
             // transaction is over, a new one starts clean.
+            RestoreSynchronousCommit();
             raised_level = 0;
             break;
     }

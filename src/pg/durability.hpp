@@ -8,8 +8,8 @@
 // really raises an HWM calls NoteHwmRaised(), and at PRE_COMMIT (and
 // PRE_PREPARE) such a transaction
 //   * forces the local WAL flush (ForceSyncCommit), and
-//   * runs its commit with synchronous_commit at least 'on' (remote_flush), set
-//     LOCAL for this transaction only, so the commit also waits for the
+//   * runs its commit with synchronous_commit at least 'on' (remote_flush), for
+//     that commit record only, so the commit also waits for the
 //     synchronous standbys the server configuration names
 //     (synchronous_standby_names). Without synchronous standbys, 'on' waits
 //     for nothing more than the local flush.

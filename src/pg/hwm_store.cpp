@@ -11,6 +11,7 @@ extern "C" {
 #include "utils/builtins.h"
 #include "access/genam.h"
 #include "storage/lmgr.h"
+#include "storage/bufmgr.h"
 #include "access/heapam.h"
 #include "access/stratnum.h"
 #include "access/table.h"
@@ -115,8 +116,8 @@ bool FirstInt8(Token *out) {
 // with value_attnum set, *found tells whether a committed (or this
 // transaction's) row matches and *value is its int8 column value_attnum.
 TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
-                          TupleTableSlot *slot, AttrNumber value_attnum, bool *found,
-                          Token *value) {
+                          TupleTableSlot *slot, AttrNumber value_attnum, bool *found, Token *value,
+                          ItemPointer found_tid = nullptr) {
     SnapshotData dirty;
     InitDirtySnapshot(dirty);
     IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
@@ -133,8 +134,11 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
         if (value_attnum != 0) {
             bool isnull;
             Token v = DatumGetInt64(slot_getattr(slot, value_attnum, &isnull));
-            if (!*found || v > *value)
+            if (!*found || v > *value) {
                 *value = v;
+                if (found_tid != nullptr)
+                    *found_tid = slot->tts_tid;
+            }
             *found = true;
         }
     }
@@ -203,12 +207,15 @@ struct DirectTable {
     AttrNumber hwm_attnum;
     Oid relid;
     Oid index;
+    AttrNumber key_attnum[2];  // the primary key's columns, from its index
 };
 
-DirectTable resource_direct = {"resource_hwm", 2, {F_TEXTEQ, F_TEXTEQ}, 3, InvalidOid, InvalidOid};
-DirectTable table_direct = {"table_hwm", 1, {F_OIDEQ, InvalidOid}, 2, InvalidOid, InvalidOid};
-DirectTable tombstone_direct = {"row_tombstone", 2,         {F_OIDEQ, F_ARRAY_EQ}, 3,
-                                InvalidOid,      InvalidOid};
+DirectTable resource_direct = {"resource_hwm", 2,     {F_TEXTEQ, F_TEXTEQ}, 3, InvalidOid,
+                               InvalidOid,     {0, 0}};
+DirectTable table_direct = {"table_hwm", 1,     {F_OIDEQ, InvalidOid}, 2, InvalidOid,
+                            InvalidOid,  {0, 0}};
+DirectTable tombstone_direct = {"row_tombstone", 2,     {F_OIDEQ, F_ARRAY_EQ}, 3, InvalidOid,
+                                InvalidOid,      {0, 0}};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
@@ -240,6 +247,13 @@ bool ResolveDirectTable(DirectTable *t) {
     bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && list_length(indexes) == 1;
     table_close(rel, AccessShareLock);
     if (!OidIsValid(index) || !direct_ok)
+        return false;
+    Relation index_rel = index_open(index, AccessShareLock);
+    bool keys_ok = index_rel->rd_index->indnkeyatts == t->nkeys;
+    for (int i = 0; keys_ok && i < t->nkeys; ++i)
+        t->key_attnum[i] = index_rel->rd_index->indkey.values[i];
+    index_close(index_rel, AccessShareLock);
+    if (!keys_ok)
         return false;
     t->relid = relid;
     t->index = index;
@@ -274,6 +288,137 @@ bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, 
     return true;
 }
 
+// A direct table opened for one check: the heap at once, its primary key
+// index only when the row hint below does not do (OpenIndex). What the check
+// needs of the DirectTable is copied: opening a relation accepts invalidation
+// messages, which clear the DirectTable (ForgetDirectTables).
+struct DirectAccess {
+    LOCKMODE mode;
+    int nkeys;
+    AttrNumber hwm_attnum;
+    AttrNumber key_attnum[2];
+    RegProcedure key_eq[2];
+    const Datum *key;
+    Oid index_relid;
+    Relation rel;
+    Relation index;  // nullptr until OpenIndex
+    ScanKeyData keys[2];
+};
+
+bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAccess *a) {
+    if (!ResolveDirectTable(t))
+        return false;
+    a->mode = mode;
+    a->nkeys = t->nkeys;
+    a->hwm_attnum = t->hwm_attnum;
+    for (int i = 0; i < t->nkeys; ++i) {
+        a->key_attnum[i] = t->key_attnum[i];
+        a->key_eq[i] = t->key_eq[i];
+    }
+    a->key = key;
+    a->index_relid = t->index;
+    a->index = nullptr;
+    a->rel = table_open(t->relid, mode);
+    return true;
+}
+
+void OpenIndex(DirectAccess *a) {
+    if (a->index != nullptr)
+        return;
+    a->index = index_open(a->index_relid, a->mode);
+    for (int i = 0; i < a->nkeys; ++i)
+        ScanKeyEntryInitialize(&a->keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+                               a->index->rd_indcollation[i], a->key_eq[i], a->key[i]);
+}
+
+void CloseDirect(DirectAccess *a) {
+    if (a->index != nullptr)
+        index_close(a->index, NoLock);
+    table_close(a->rel, NoLock);
+}
+
+// Where this backend last found the newest version of an HWM row. Reading
+// that version by its TID skips the B-tree descent of the primary key, most of
+// the cost of a check at the HWM. Only a hint: the version there is read with
+// the check's own snapshot and used only when that snapshot sees it and it
+// still carries the key. Anything else (the row raised, reset or vacuumed
+// since, the line pointer reused, the relation rewritten) goes to the index,
+// which then gives the hint anew.
+struct RowHint {
+    Oid relid;  // InvalidOid: no hint
+    Oid relfilenode;
+    ItemPointerData tid;
+};
+
+void SetHint(RowHint *hint, Relation rel, ItemPointer tid) {
+    hint->relid = RelationGetRelid(rel);
+    hint->relfilenode = rel->rd_node.relNode;
+    hint->tid = *tid;
+}
+
+// Byte equality: "C" equality, as the key columns compare (and as every
+// deterministic collation compares for equality).
+bool SameText(Datum a, Datum b) {
+    text *x = DatumGetTextPP(a);
+    text *y = DatumGetTextPP(b);
+    Size len = VARSIZE_ANY_EXHDR(x);
+    return len == VARSIZE_ANY_EXHDR(y) && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), len) == 0;
+}
+
+bool RowHasKey(const DirectAccess *a, TupleTableSlot *slot) {
+    for (int i = 0; i < a->nkeys; ++i) {
+        bool isnull;
+        Datum value = slot_getattr(slot, a->key_attnum[i], &isnull);
+        if (isnull)
+            return false;
+        bool same = a->key_eq[i] == F_OIDEQ ? DatumGetObjectId(value) == DatumGetObjectId(a->key[i])
+                                            : SameText(value, a->key[i]);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+// The version at the hint's TID, into slot, when snapshot sees it and it
+// carries a's key.
+bool FetchHinted(DirectAccess *a, const RowHint *hint, Snapshot snapshot, TupleTableSlot *slot) {
+    if (hint->relid != RelationGetRelid(a->rel) || hint->relfilenode != a->rel->rd_node.relNode)
+        return false;
+    // A TID past the end (the relation truncated by VACUUM) would be a read error.
+    if (ItemPointerGetBlockNumber(&hint->tid) >= RelationGetNumberOfBlocks(a->rel))
+        return false;
+    ItemPointerData tid = hint->tid;
+    return table_tuple_fetch_row_version(a->rel, &tid, snapshot, slot) && RowHasKey(a, slot);
+}
+
+// IndexWriter for the HWM row of a: through the hint when it holds, else
+// through the index (refreshing the hint).
+TransactionId ProbeDirty(DirectAccess *a, RowHint *hint, TupleTableSlot *slot, bool *found,
+                         Token *value) {
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    if (FetchHinted(a, hint, &dirty, slot)) {
+        // The same rule as IndexWriter: a version that dirty snapshot sees with
+        // another transaction's xmin or xmax is a write in flight. A version
+        // it sees without one is the row's only live version (the key is
+        // unique), so there is nothing else to look at.
+        TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+        if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid))
+            return xid;
+        bool isnull;
+        *value = DatumGetInt64(slot_getattr(slot, a->hwm_attnum, &isnull));
+        *found = true;
+        return InvalidTransactionId;
+    }
+    OpenIndex(a);
+    ItemPointerData tid;
+    TransactionId writer =
+        IndexWriter(a->rel, a->index, a->keys, a->nkeys, slot, a->hwm_attnum, found, value, &tid);
+    if (!TransactionIdIsValid(writer) && *found)
+        SetHint(hint, a->rel, &tid);
+    return writer;
+}
+
 // Writers at the HWM (non-strict, the offered token equal to the committed
 // HWM) run in parallel: each takes the HWM lock in share mode, held to
 // commit, and no row lock. Then it reads the HWM row with a dirty snapshot,
@@ -286,21 +431,18 @@ bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, 
 // behind it and then sees it.
 // True when settled: admitted (the share lock kept) or refused; false when
 // the write raises or creates the HWM, or locks the row instead.
-bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
-    DirectTable *t = h.direct;
+bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *verdict) {
     const LOCKTAG *tag = h.tag;
-    Relation rel, index;
-    ScanKeyData keys[2];
-    if (!MayTakeHwmShareLock() || !OpenDirect(t, AccessShareLock, h.key, &rel, &index, keys))
+    DirectAccess a;
+    if (!MayTakeHwmShareLock() || !OpenDirectHeap(h.direct, AccessShareLock, h.key, &a))
         return false;
-    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
     bool settled = false;
     for (;;) {
         LockHwmShared(tag);
-        bool found;
+        bool found = false;
         Token hwm = 0;
-        TransactionId writer =
-            IndexWriter(rel, index, keys, t->nkeys, slot, t->hwm_attnum, &found, &hwm);
+        TransactionId writer = ProbeDirty(&a, hint, slot, &found, &hwm);
         if (TransactionIdIsValid(writer)) {
             UnlockHwmShared(tag);
             WaitForWriter(writer);
@@ -319,8 +461,7 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
         break;
     }
     ExecDropSingleTupleTableSlot(slot);
-    index_close(index, NoLock);
-    table_close(rel, NoLock);
+    CloseDirect(&a);
     return settled;
 }
 
@@ -328,26 +469,32 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, HwmVerdict *verdict) {
 // A raise holds the HWM lock in exclusive mode from before it locks the row
 // until its new row version exists: it waits for the writers admitted at the
 // HWM before it, and those that come later see the raise (SettledAtHwm).
-bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
-    DirectTable *t = h.direct;
+bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint *hint,
+                         HwmVerdict *verdict) {
     const LOCKTAG *tag = h.tag;
-    Relation rel, index;
-    ScanKeyData keys[2];
-    if (!OpenDirect(t, RowExclusiveLock, h.key, &rel, &index, keys))
+    DirectAccess a;
+    if (!OpenDirectHeap(h.direct, RowExclusiveLock, h.key, &a))
         return false;
+    Relation rel = a.rel;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
-    IndexScanDesc scan = index_beginscan(rel, index, snapshot, t->nkeys, 0);
-    index_rescan(scan, keys, t->nkeys, nullptr, 0);
-    bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    // The hinted version, when this snapshot sees it, is the version the
+    // index would give (the key is unique).
+    bool found = FetchHinted(&a, hint, snapshot, slot);
+    if (!found) {
+        OpenIndex(&a);
+        IndexScanDesc scan = index_beginscan(rel, a.index, snapshot, a.nkeys, 0);
+        index_rescan(scan, a.keys, a.nkeys, nullptr, 0);
+        found = index_getnext_slot(scan, ForwardScanDirection, slot);
+        index_endscan(scan);
+    }
     ItemPointerData tid;
     if (found)
         tid = slot->tts_tid;
-    index_endscan(scan);
 
     bool settled = false;
     bool isnull;
-    Token visible_hwm = found ? DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull)) : 0;
+    Token visible_hwm = found ? DatumGetInt64(slot_getattr(slot, a.hwm_attnum, &isnull)) : 0;
     if (found && !SharedAdmits(h, offered, visible_hwm, strict)) {
         // HWMs only rise, so the newest version refuses the token too: stale,
         // without taking a lock that would make the next writer wait for us.
@@ -376,7 +523,9 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
                                       LockTupleNoKeyExclusive, LockWaitBlock, flags, &failure);
         }
         if (result == TM_Ok) {
-            Token hwm = DatumGetInt64(slot_getattr(slot, t->hwm_attnum, &isnull));
+            // The newest version, locked.
+            SetHint(hint, rel, &slot->tts_tid);
+            Token hwm = DatumGetInt64(slot_getattr(slot, a.hwm_attnum, &isnull));
             if (!SharedAdmits(h, offered, hwm, strict)) {
                 *verdict = {false, hwm};
             } else {
@@ -390,7 +539,7 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
                     HeapTuple old_version = ExecFetchSlotHeapTuple(slot, true, &should_free);
                     Datum value = Int64GetDatum(offered);
                     bool value_null = false;
-                    int attnum = t->hwm_attnum;
+                    int attnum = a.hwm_attnum;
                     HeapTuple raised = heap_modify_tuple_by_cols(old_version, RelationGetDescr(rel),
                                                                  1, &attnum, &value, &value_null);
                     // We hold the row lock, so the update cannot meet a
@@ -398,8 +547,11 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
                     // fillfactor 50 the new version is usually heap-only and
                     // needs no index entry.
                     simple_heap_update(rel, &slot->tts_tid, raised);
-                    if (!HeapTupleIsHeapOnly(raised))
-                        InsertIndexEntry(rel, index, raised);
+                    if (!HeapTupleIsHeapOnly(raised)) {
+                        OpenIndex(&a);
+                        InsertIndexEntry(rel, a.index, raised);
+                    }
+                    SetHint(hint, rel, &raised->t_self);
                     // Later rows of this statement must see the raised HWM.
                     CommandCounterIncrement();
                     NoteRaise(h, offered, strict);
@@ -419,8 +571,7 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
     }
     ExecDropSingleTupleTableSlot(slot);
     UnregisterSnapshot(snapshot);
-    index_close(index, NoLock);
-    table_close(rel, NoLock);
+    CloseDirect(&a);
     return settled;
 }
 
@@ -433,6 +584,7 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, HwmVerd
 struct SeenHwm {
     LOCKTAG tag;  // hash key
     Token hwm;
+    RowHint row;
 };
 constexpr long kSeenCapacity = 1024;
 HTAB *seen_hwms = nullptr;
@@ -443,7 +595,7 @@ SeenHwm *FindSeen(const LOCKTAG *tag) {
     return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
 }
 
-void NoteSeen(const LOCKTAG *tag, Token hwm) {
+void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
     if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
         hash_destroy(seen_hwms);
         seen_hwms = nullptr;
@@ -458,6 +610,7 @@ void NoteSeen(const LOCKTAG *tag, Token hwm) {
     }
     auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
     e->hwm = hwm;
+    e->row = row;
 }
 
 // Resource and table scope through the direct path. False when the SPI path
@@ -466,14 +619,19 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
     // Nothing below touches seen_hwms, so the entry stays valid.
     SeenHwm *seen = FindSeen(h.tag);
     bool expect_raise = seen != nullptr && offered > seen->hwm;
-    if ((strict || expect_raise || !SettledAtHwm(h, offered, verdict)) &&
-        !DirectCheckAndRaise(h, offered, strict, verdict))
+    RowHint hint = {InvalidOid, InvalidOid, {}};
+    if (seen != nullptr)
+        hint = seen->row;
+    if ((strict || expect_raise || !SettledAtHwm(h, offered, &hint, verdict)) &&
+        !DirectCheckAndRaise(h, offered, strict, &hint, verdict))
         return false;
     Token hwm = verdict->admitted ? offered : verdict->hwm;
-    if (seen != nullptr)
+    if (seen != nullptr) {
         seen->hwm = hwm;
-    else
-        NoteSeen(h.tag, hwm);
+        seen->row = hint;
+    } else {
+        NoteSeen(h.tag, hwm, hint);
+    }
     return true;
 }
 
