@@ -220,6 +220,24 @@ query($node, 'upd_fresh', 'CREATE EXTENSION fencing');
 my $fresh = query($node, 'upd_fresh', $members_sql);
 is(query($node, $_->[0], $members_sql), $fresh, "$_->[1]: the same extension objects as a fresh install")
   for @updated;
+# ... and the same table definitions: column types, collations (1.3 made the
+# HWM keys COLLATE "C"), defaults, NOT NULL, indexes.
+my $columns_sql = q{SELECT string_agg(format('%s.%s %s %s %s %s', c.relname, a.attname,
+           format_type(a.atttypid, a.atttypmod), coalesce(co.collname, '-'), a.attnotnull,
+           coalesce(pg_get_expr(d.adbin, d.adrelid), '-')), ',' ORDER BY c.relname, a.attnum)
+       || ' | ' || (SELECT string_agg(regexp_replace(pg_get_indexdef(i.indexrelid), '_pkey[0-9]*', '_pkey'), ',' ORDER BY 1)
+                      FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
+                     WHERE t.relnamespace = 'fencing'::regnamespace)
+       FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+       LEFT JOIN pg_collation co ON co.oid = a.attcollation
+       LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
+      WHERE c.relnamespace = 'fencing'::regnamespace AND c.relkind = 'r'};
+my $fresh_columns = query($node, 'upd_fresh', $columns_sql);
+like($fresh_columns, qr/resource_hwm\.resource text C .*row_tombstone\.key text\[\] C /,
+	'fresh install: the HWM keys are COLLATE "C"');
+is(query($node, $_->[0], $columns_sql), $fresh_columns,
+	"$_->[1]: the same table columns and indexes as a fresh install")
+  for @updated;
 
 note 'update paths tested: ' . join(', ',
 	(map { "$_ -> $current" } @chain[ 0 .. $#chain - 1 ]),
