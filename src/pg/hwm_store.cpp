@@ -1105,15 +1105,18 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) 
 //     is still in flight is never read; the round waits for that writer and
 //     looks again, so its commit or abort decides, as after the wait;
 //   * with no writer in flight, the dirty snapshot sees exactly the versions
-//     whose inserter committed and whose deleter did not (or this
-//     transaction's own, which every later snapshot of ours sees too): the
-//     latest committed state, which is what GetLatestSnapshot() would show.
+//     whose inserter committed and whose deleter did not, or that this
+//     transaction wrote (RaiseTombstone's SPI statement advances the command
+//     counter, so a snapshot taken now would see them too): the latest
+//     committed state, which is what GetLatestSnapshot() would show.
 //     Under REPEATABLE READ as well: a dirty snapshot ignores the
 //     transaction's snapshot, as the latest snapshot does;
-//   * a writer that starts after the round passed the key is one that the
-//     separate read could miss as well (it came after the wait), and such a
-//     writer (a DELETE of our row, fencing_advance()) waits for this
-//     transaction's key first.
+//   * a writer that comes after the round passed the key (which the
+//     separate read saw only if it also committed before that read) finds
+//     this transaction's row holding the key, which the caller has inserted
+//     into the table's primary key index: a DELETE of the key cannot see the
+//     row before this transaction commits, and fencing_advance() waits for
+//     it (WaitForKeyWritersOf) and then raises the committed row.
 // The one scan replaces the wait's last (writer-free) scan and the read.
 bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
     Datum values[] = {ObjectIdGetDatum(home_relid), key};
