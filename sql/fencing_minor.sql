@@ -126,3 +126,32 @@ SELECT fencing_reset('enum_pk', '{"c": "green"}');
 DROP TABLE enum_pk;
 DROP TYPE minor_color;
 DELETE FROM fencing.reset_log WHERE target = 'public.enum_pk';
+
+-- Row scope's tombstone reads (the guard's lookup, the AFTER INSERT recheck,
+-- fencing_high_water()) through row_tombstone's primary key index, and
+-- through SPI when row_tombstone is not of the direct path's shape (an index
+-- added): the same answers.
+CREATE TABLE tomb_paths (id int PRIMARY KEY, fence fencing_token);
+INSERT INTO tomb_paths VALUES (1, 5), (2, 5);
+BEGIN; SET LOCAL fencing.token = 8; DELETE FROM tomb_paths WHERE id IN (1, 2); COMMIT;
+INSERT INTO tomb_paths VALUES (1, 7);
+\echo :LAST_ERROR_SQLSTATE
+BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL fencing.token = 7;
+INSERT INTO tomb_paths VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+-- Token-less: judged by the AFTER INSERT recheck.
+INSERT INTO tomb_paths (id) VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_high_water('tomb_paths', '{"id": 1}') AS direct_hwm;
+CREATE INDEX row_tombstone_hwm ON fencing.row_tombstone (hwm);
+INSERT INTO tomb_paths VALUES (2, 7);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO tomb_paths (id) VALUES (2);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_high_water('tomb_paths', '{"id": 2}') AS spi_hwm;
+INSERT INTO tomb_paths VALUES (2, 8);
+DROP INDEX fencing.row_tombstone_hwm;
+INSERT INTO tomb_paths VALUES (1, 9), (3, 1);
+SELECT * FROM tomb_paths ORDER BY id;
+DROP TABLE tomb_paths;

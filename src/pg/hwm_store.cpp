@@ -763,10 +763,41 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
                                first_args, offered, strict);
 }
 
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
+namespace {
+
+// The key's tombstone through the primary key index of row_tombstone, read
+// with the latest snapshot. No internal session is needed: nothing runs but
+// an index scan on the extension's table (no SQL, no permission check; the
+// caller's grants and RLS cannot apply, as under the internal session's
+// owner). The AccessShareLock is held to commit, as the SPI read's would be.
+// False when the table is not of the direct path's shape.
+bool LookupTombstoneDirect(Oid home_relid, Datum key, Token *hwm, bool *found) {
+    Datum values[] = {ObjectIdGetDatum(home_relid), key};
+    DirectAccess a;
+    if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a))
+        return false;
+    OpenIndex(&a);
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
+    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, a.nkeys, 0);
+    index_rescan(scan, a.keys, a.nkeys, nullptr, 0);
+    *found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    if (*found) {
+        bool isnull;
+        Datum d = slot_getattr(slot, a.hwm_attnum, &isnull);
+        *hwm = isnull ? 0 : DatumGetInt64(d);
+    }
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    UnregisterSnapshot(snapshot);
+    CloseDirect(&a);
+    return true;
+}
+
+// The same read through SPI (a row_tombstone not of the direct path's
+// shape); the caller is inside an internal session.
+bool LookupTombstoneViaSpi(Oid home_relid, Datum key, Token *hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
-    // The latest snapshot, not the transaction's: under REPEATABLE READ a
-    // tombstone committed after our snapshot must still stop a stale INSERT.
     if (tombstone_read.plan == nullptr) {
         SPIPlanPtr plan =
             SPI_prepare(tombstone_read.sql, tombstone_read.nargs, tombstone_read.argtypes);
@@ -784,6 +815,33 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
                 (errcode(ERRCODE_INTERNAL_ERROR),
                  errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
     return FirstInt8(hwm);
+}
+
+// LookupTombstoneViaSpi in an internal session of its own.
+bool LookupTombstoneInSession(Oid home_relid, Datum key, Token *hwm) {
+    InternalSession access;
+    BeginInternal(&access);
+    bool found = LookupTombstoneViaSpi(home_relid, key, hwm);
+    EndInternal(&access);
+    return found;
+}
+
+}  // namespace
+
+// The latest snapshot, not the transaction's: under REPEATABLE READ a
+// tombstone committed after our snapshot must still stop a stale INSERT.
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
+    bool found;
+    if (LookupTombstoneDirect(home_relid, key, hwm, &found))
+        return found;
+    return LookupTombstoneViaSpi(home_relid, key, hwm);
+}
+
+bool ReadTombstone(Oid home_relid, Datum key, Token *hwm) {
+    bool found;
+    if (LookupTombstoneDirect(home_relid, key, hwm, &found))
+        return found;
+    return LookupTombstoneInSession(home_relid, key, hwm);
 }
 
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
@@ -1037,24 +1095,52 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) 
     }
     ExecDropSingleTupleTableSlot(slot);
 }
-void WaitForTombstoneWriters(Oid home_relid, Datum key) {
-    DirectTable *t = &tombstone_direct;
-    if (!ResolveDirectTable(t)) {
-        WaitForAllWriters(t);
-        return;
-    }
-    Oid relid = t->relid;
-    Oid index_relid = t->index;
-    Relation rel = table_open(relid, AccessShareLock);
-    Relation index = index_open(index_relid, AccessShareLock);
+
+// One dirty-snapshot look at the key's index entries per round, as the unique
+// check does, until no other transaction is writing the key's tombstone; the
+// value that last round read (the committed version, or this transaction's
+// own; the highest, as IndexWriter keeps it) is the answer. It is what
+// "wait for the writers, then read with the latest snapshot" would return:
+//   * a version whose writer (inserting, raising, or deleting it: a reset)
+//     is still in flight is never read; the round waits for that writer and
+//     looks again, so its commit or abort decides, as after the wait;
+//   * with no writer in flight, the dirty snapshot sees exactly the versions
+//     whose inserter committed and whose deleter did not, or that this
+//     transaction wrote (RaiseTombstone's SPI statement advances the command
+//     counter, so a snapshot taken now would see them too): the latest
+//     committed state, which is what GetLatestSnapshot() would show.
+//     Under REPEATABLE READ as well: a dirty snapshot ignores the
+//     transaction's snapshot, as the latest snapshot does;
+//   * a writer that comes after the round passed the key (which the
+//     separate read saw only if it also committed before that read) finds
+//     this transaction's row holding the key, which the caller has inserted
+//     into the table's primary key index: a DELETE of the key cannot see the
+//     row before this transaction commits, and fencing_advance() waits for
+//     it (WaitForKeyWritersOf) and then raises the committed row.
+// The one scan replaces the wait's last (writer-free) scan and the read.
+bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
     Datum values[] = {ObjectIdGetDatum(home_relid), key};
-    ScanKeyData keys[2];
-    for (int i = 0; i < 2; ++i)
-        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               index->rd_indcollation[i], t->key_eq[i], values[i]);
-    WaitForIndexWriters(rel, index, keys, 2);
-    index_close(index, AccessShareLock);
-    table_close(rel, AccessShareLock);
+    DirectAccess a;
+    if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a)) {
+        WaitForAllWriters(&tombstone_direct);
+        return LookupTombstoneInSession(home_relid, key, hwm);
+    }
+    OpenIndex(&a);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
+    bool found = false;
+    Token value = 0;
+    for (;;) {
+        TransactionId writer =
+            IndexWriter(a.rel, a.index, a.keys, a.nkeys, slot, a.hwm_attnum, &found, &value);
+        if (!TransactionIdIsValid(writer))
+            break;
+        WaitForWriter(writer);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    CloseDirect(&a);
+    if (found)
+        *hwm = value;
+    return found;
 }
 
 }  // namespace fencing::pg

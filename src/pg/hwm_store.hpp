@@ -33,16 +33,23 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
                                  bool strict);
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
-// The caller is inside an internal session (pg/internal_access.hpp).
+// Read with the latest snapshot, whatever the isolation level: through the
+// primary key index when row_tombstone has the direct path's shape, else
+// through SPI, for which the caller of LookupTombstone (and RaiseTombstone)
+// is inside an internal session (pg/internal_access.hpp). ReadTombstone
+// opens one itself when it needs one.
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
+bool ReadTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 // Waits for every other transaction still writing an entry of index (on rel)
 // that matches keys: a dirty-snapshot scan, as the unique check does.
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
 
 // Waits for every other transaction still writing the key's tombstone (a
-// dirty-snapshot look at its index entry, as the unique check does).
-void WaitForTombstoneWriters(Oid home_relid, Datum key);
+// dirty-snapshot look at its index entry, as the unique check does), and
+// returns the tombstone then committed (or written by this transaction): what
+// ReadTombstone would read after the wait.
+bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm);
 
 // Reads, outside a write's check (HWM queries, DDL): the committed state.
 bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);

@@ -29,11 +29,7 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     Datum key;
     if (!RowKeyOf(rel, new_row, &key))
         return false;
-    InternalSession access;
-    BeginInternal(&access);
-    bool found = LookupTombstone(home_relid, key, hwm);
-    EndInternal(&access);
-    return found;
+    return ReadTombstone(home_relid, key, hwm);
 }
 
 void WaitForKeyWritersOf(Relation rel, const Datum *values) {
@@ -74,12 +70,7 @@ bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token
     Datum key;
     if (!RowKeyOf(rel, row, &key))
         return false;
-    WaitForTombstoneWriters(home_relid, key);
-    InternalSession access;
-    BeginInternal(&access);
-    bool found = LookupTombstone(home_relid, key, hwm);
-    EndInternal(&access);
-    return found;
+    return TombstoneAfterWriters(home_relid, key, hwm);
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
