@@ -272,15 +272,33 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
 
 // Opens a direct table and its primary key index, and sets up the scan keys
 // for key. False when the table does not have the direct path's shape.
-bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
-                ScanKeyData *keys) {
+// Opens t's table. Opening accepts invalidation messages, whose callback
+// clears t (M1: "could not open relation with OID 0" under autovacuum), and a
+// change committed just before (the 1.3 update rebuilds the primary key under
+// a new OID) is only seen then: so t is resolved again once the table is
+// locked, and its index OID taken from that. While the lock is held, nothing
+// that replaces the index without a conflicting lock runs on it but REINDEX
+// CONCURRENTLY, whose swap then makes the index open fail with an error (never
+// a wrong verdict). False (the table closed again) when t no longer has the
+// direct path's shape: the caller takes the SPI path.
+bool OpenResolved(DirectTable *t, LOCKMODE mode, Relation *rel, Oid *index_relid) {
     if (!ResolveDirectTable(t))
         return false;
-    // Copies: opening the table accepts invalidation messages, whose callback
-    // clears t (M1: "could not open relation with OID 0" under autovacuum).
     Oid relid = t->relid;
-    Oid index_relid = t->index;
     *rel = table_open(relid, mode);
+    if (!ResolveDirectTable(t) || t->relid != relid) {
+        table_close(*rel, mode);
+        return false;
+    }
+    *index_relid = t->index;
+    return true;
+}
+
+bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
+                ScanKeyData *keys) {
+    Oid index_relid;
+    if (!OpenResolved(t, mode, rel, &index_relid))
+        return false;
     *index = index_open(index_relid, mode);
     for (int i = 0; i < t->nkeys; ++i)
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
@@ -306,7 +324,7 @@ struct DirectAccess {
 };
 
 bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAccess *a) {
-    if (!ResolveDirectTable(t))
+    if (!OpenResolved(t, mode, &a->rel, &a->index_relid))
         return false;
     a->mode = mode;
     a->nkeys = t->nkeys;
@@ -316,9 +334,7 @@ bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAcces
         a->key_eq[i] = t->key_eq[i];
     }
     a->key = key;
-    a->index_relid = t->index;
     a->index = nullptr;
-    a->rel = table_open(t->relid, mode);
     return true;
 }
 
