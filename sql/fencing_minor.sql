@@ -155,3 +155,41 @@ DROP INDEX fencing.row_tombstone_hwm;
 INSERT INTO tomb_paths VALUES (1, 9), (3, 1);
 SELECT * FROM tomb_paths ORDER BY id;
 DROP TABLE tomb_paths;
+
+-- The HWM tables' primary keys rebuilt on their columns in another order (a
+-- superuser's ALTER TABLE): the direct path's scan keys (relid then key;
+-- namespace then resource) no longer fit the index, so reads and raises take
+-- the SPI path, with the same answers. The tombstone probe once compared an
+-- oid as a text[] and crashed the server.
+CREATE TABLE tomb_order (id int PRIMARY KEY, fence fencing_token);
+INSERT INTO tomb_order VALUES (1, 5);
+BEGIN; SET LOCAL fencing.token = 8; DELETE FROM tomb_order; COMMIT;
+CREATE TABLE res_order (id int PRIMARY KEY, r text, fence fencing_token);
+SELECT fencing_protect('res_order', scope => 'resource', resource_column => 'r',
+                       resource_namespace => 'minor_order');
+INSERT INTO res_order VALUES (1, 'a', 8);
+ALTER TABLE fencing.row_tombstone
+    DROP CONSTRAINT row_tombstone_pkey, ADD PRIMARY KEY (key, relid);
+ALTER TABLE fencing.resource_hwm
+    DROP CONSTRAINT resource_hwm_pkey, ADD PRIMARY KEY (resource, namespace);
+INSERT INTO tomb_order VALUES (1, 7);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO tomb_order (id) VALUES (1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_high_water('tomb_order', '{"id": 1}') AS tomb_hwm;
+INSERT INTO res_order VALUES (2, 'a', 7);
+\echo :LAST_ERROR_SQLSTATE
+INSERT INTO res_order VALUES (2, 'a', 9), (3, 'b', 4);
+SELECT fencing_high_water('res_order', '{"r": "a"}') AS res_hwm;
+INSERT INTO tomb_order VALUES (1, 8);
+ALTER TABLE fencing.row_tombstone
+    DROP CONSTRAINT row_tombstone_pkey, ADD PRIMARY KEY (relid, key);
+ALTER TABLE fencing.resource_hwm
+    DROP CONSTRAINT resource_hwm_pkey, ADD PRIMARY KEY (namespace, resource);
+INSERT INTO res_order VALUES (4, 'a', 8);
+\echo :LAST_ERROR_SQLSTATE
+SELECT * FROM tomb_order ORDER BY id;
+SELECT * FROM res_order ORDER BY id;
+DROP TABLE tomb_order, res_order;
+DELETE FROM fencing.resource_hwm WHERE namespace = 'minor_order';
+DELETE FROM fencing.resource_namespace WHERE name = 'minor_order';

@@ -204,18 +204,21 @@ struct DirectTable {
     const char *name;
     int nkeys;
     RegProcedure key_eq[2];
+    Oid key_type[2];  // the primary key's columns are 1..nkeys, of these types
     AttrNumber hwm_attnum;
     Oid relid;
     Oid index;
     AttrNumber key_attnum[2];  // the primary key's columns, from its index
 };
 
-DirectTable resource_direct = {"resource_hwm", 2,     {F_TEXTEQ, F_TEXTEQ}, 3, InvalidOid,
-                               InvalidOid,     {0, 0}};
-DirectTable table_direct = {"table_hwm", 1,     {F_OIDEQ, InvalidOid}, 2, InvalidOid,
-                            InvalidOid,  {0, 0}};
-DirectTable tombstone_direct = {"row_tombstone", 2,     {F_OIDEQ, F_ARRAY_EQ}, 3, InvalidOid,
-                                InvalidOid,      {0, 0}};
+DirectTable resource_direct = {
+    "resource_hwm", 2, {F_TEXTEQ, F_TEXTEQ}, {TEXTOID, TEXTOID}, 3, InvalidOid, InvalidOid, {0, 0}};
+DirectTable table_direct = {
+    "table_hwm", 1,     {F_OIDEQ, InvalidOid}, {REGCLASSOID, InvalidOid}, 2, InvalidOid,
+    InvalidOid,  {0, 0}};
+DirectTable tombstone_direct = {
+    "row_tombstone", 2,     {F_OIDEQ, F_ARRAY_EQ}, {REGCLASSOID, TEXTARRAYOID}, 3, InvalidOid,
+    InvalidOid,      {0, 0}};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
@@ -245,19 +248,67 @@ bool ResolveDirectTable(DirectTable *t) {
     // access method) takes the SPI path, which maintains every index.
     List *indexes = RelationGetIndexList(rel);
     bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && list_length(indexes) == 1;
+    // The scan keys (key_eq, in index column order) and the HWM read assume
+    // the columns of the extension's CREATE TABLE: a primary key rebuilt on
+    // other columns, in another order or over retyped ones (a superuser's
+    // ALTER TABLE) would have the B-tree compare one type's datum as another
+    // (a crash): such a table takes the SPI path, which plans by name.
+    TupleDesc desc = RelationGetDescr(rel);
+    auto column_is = [desc](AttrNumber attnum, Oid type) {
+        return attnum >= 1 && attnum <= desc->natts &&
+               !TupleDescAttr(desc, attnum - 1)->attisdropped &&
+               TupleDescAttr(desc, attnum - 1)->atttypid == type;
+    };
+    direct_ok = direct_ok && column_is(t->hwm_attnum, INT8OID);
+    for (int i = 0; direct_ok && i < t->nkeys; ++i) direct_ok = column_is(i + 1, t->key_type[i]);
     table_close(rel, AccessShareLock);
     if (!OidIsValid(index) || !direct_ok)
         return false;
     Relation index_rel = index_open(index, AccessShareLock);
-    bool keys_ok = index_rel->rd_index->indnkeyatts == t->nkeys;
-    for (int i = 0; keys_ok && i < t->nkeys; ++i)
+    bool keys_ok =
+        index_rel->rd_index->indnkeyatts == t->nkeys && index_rel->rd_index->indnatts == t->nkeys;
+    for (int i = 0; keys_ok && i < t->nkeys; ++i) {
         t->key_attnum[i] = index_rel->rd_index->indkey.values[i];
+        keys_ok = t->key_attnum[i] == i + 1;
+    }
     index_close(index_rel, AccessShareLock);
     if (!keys_ok)
         return false;
     t->relid = relid;
     t->index = index;
     return true;
+}
+
+// Opens (and locks, in mode) a direct table and gives its primary key index,
+// or nullptr when the table does not have the direct path's shape. t's OIDs
+// are cached across transactions and only judged current once the table is
+// locked: the lock accepts the invalidation messages of whatever replaced the
+// table's primary key index meanwhile (ALTER EXTENSION fencing UPDATE to 1.3
+// rebuilds it; so do a superuser's ALTER TABLE and REINDEX CONCURRENTLY),
+// and their callback clears t. Opening the OIDs read before the lock would
+// then open an index that is gone ("could not open relation with OID", XX000)
+// or, between REINDEX CONCURRENTLY's marking the old index dead and dropping
+// it, one that writers no longer maintain, whose probe would miss tombstones
+// and HWMs written since. So: read the OIDs, lock, and start over if the
+// lock's invalidations cleared them. Once the table is locked the index stays
+// (dropping it needs the table's AccessExclusiveLock, or REINDEX
+// CONCURRENTLY's wait for every locker of the table).
+Relation OpenResolved(DirectTable *t, LOCKMODE mode, Oid *index_relid) {
+    for (;;) {
+        if (!ResolveDirectTable(t))
+            return nullptr;
+        // Copies: the callback clears t (M1: "could not open relation with
+        // OID 0" under autovacuum).
+        Oid relid = t->relid;
+        Oid index = t->index;
+        Relation rel = table_open(relid, mode);
+        if (t->relid == relid && t->index == index) {
+            *index_relid = index;
+            return rel;
+        }
+        // Replaced: resolve again, under the lock now held.
+        table_close(rel, NoLock);
+    }
 }
 
 void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
@@ -272,32 +323,11 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
 
 // Opens a direct table and its primary key index, and sets up the scan keys
 // for key. False when the table does not have the direct path's shape.
-// Opens t's table. Opening accepts invalidation messages, whose callback
-// clears t (M1: "could not open relation with OID 0" under autovacuum), and a
-// change committed just before (the 1.3 update rebuilds the primary key under
-// a new OID) is only seen then: so t is resolved again once the table is
-// locked, and its index OID taken from that. While the lock is held, nothing
-// that replaces the index without a conflicting lock runs on it but REINDEX
-// CONCURRENTLY, whose swap then makes the index open fail with an error (never
-// a wrong verdict). False (the table closed again) when t no longer has the
-// direct path's shape: the caller takes the SPI path.
-bool OpenResolved(DirectTable *t, LOCKMODE mode, Relation *rel, Oid *index_relid) {
-    if (!ResolveDirectTable(t))
-        return false;
-    Oid relid = t->relid;
-    *rel = table_open(relid, mode);
-    if (!ResolveDirectTable(t) || t->relid != relid) {
-        table_close(*rel, mode);
-        return false;
-    }
-    *index_relid = t->index;
-    return true;
-}
-
 bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
                 ScanKeyData *keys) {
     Oid index_relid;
-    if (!OpenResolved(t, mode, rel, &index_relid))
+    *rel = OpenResolved(t, mode, &index_relid);
+    if (*rel == nullptr)
         return false;
     *index = index_open(index_relid, mode);
     for (int i = 0; i < t->nkeys; ++i)
@@ -324,7 +354,9 @@ struct DirectAccess {
 };
 
 bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAccess *a) {
-    if (!OpenResolved(t, mode, &a->rel, &a->index_relid))
+    Oid index_relid;
+    Relation rel = OpenResolved(t, mode, &index_relid);
+    if (rel == nullptr)
         return false;
     a->mode = mode;
     a->nkeys = t->nkeys;
@@ -334,7 +366,9 @@ bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAcces
         a->key_eq[i] = t->key_eq[i];
     }
     a->key = key;
+    a->index_relid = index_relid;
     a->index = nullptr;
+    a->rel = rel;
     return true;
 }
 
