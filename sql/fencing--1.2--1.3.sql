@@ -20,3 +20,18 @@ ALTER TABLE fencing.resource_hwm
     ALTER COLUMN resource TYPE pg_catalog.text COLLATE pg_catalog."C";
 ALTER TABLE fencing.row_tombstone
     ALTER COLUMN key TYPE pg_catalog.text[] COLLATE pg_catalog."C";
+
+----------------------------------------------------------------------------
+-- Tombstone lookups through a hash index.
+--
+-- Every row-scope INSERT reads its key's tombstone (the guard's lookup, and
+-- the recheck after in-flight writers). Through the primary key that is a
+-- B-tree descent whose text[] comparisons grow with the number of
+-- tombstones. A hash index on the key with the relid appended (so that
+-- tables with the same key values do not share a hash value) costs the same
+-- at any size; the library uses it when it exists (by this name, hash access
+-- method) and rechecks every row it returns. Tombstones are written through
+-- SQL, which maintains both indexes. Created by the update, so not dumped.
+----------------------------------------------------------------------------
+CREATE INDEX row_tombstone_lookup ON fencing.row_tombstone USING hash
+    ((pg_catalog.array_append(key, relid::pg_catalog.oid::pg_catalog.text)));

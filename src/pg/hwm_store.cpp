@@ -20,6 +20,9 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_collation.h"
+#include "nodes/primnodes.h"
+#include "utils/array.h"
 #include "catalog/namespace.h"
 #include "executor/tuptable.h"
 #include "utils/fmgroids.h"
@@ -110,14 +113,19 @@ bool FirstInt8(Token *out) {
     return true;
 }
 
+struct DirectAccess;
+bool RowHasKey(const DirectAccess *a, TupleTableSlot *slot);
+
 // The first other transaction still writing (inserting, updating or
 // deleting) an entry of index (on rel) that matches keys, seen with a dirty
 // snapshot as the unique check sees it; InvalidTransactionId when none. Then,
 // with value_attnum set, *found tells whether a committed (or this
 // transaction's) row matches and *value is its int8 column value_attnum.
+// With recheck set (a hash index, which returns every row of the key's hash
+// value), rows without recheck's key are skipped: neither read nor waited for.
 TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
                           TupleTableSlot *slot, AttrNumber value_attnum, bool *found, Token *value,
-                          ItemPointer found_tid = nullptr) {
+                          ItemPointer found_tid = nullptr, const DirectAccess *recheck = nullptr) {
     SnapshotData dirty;
     InitDirtySnapshot(dirty);
     IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
@@ -126,6 +134,8 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
     if (value_attnum != 0)
         *found = false;
     while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
+        if (recheck != nullptr && !RowHasKey(recheck, slot))
+            continue;
         TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
         if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
             writer = xid;
@@ -209,6 +219,10 @@ struct DirectTable {
     Oid relid;
     Oid index;
     AttrNumber key_attnum[2];  // the primary key's columns, from its index
+    // Read paths only: a hash index of this name on the key (LookupIndexOk)
+    // is allowed besides the primary key, and reads go through it.
+    const char *lookup_name = nullptr;
+    Oid lookup = InvalidOid;
 };
 
 DirectTable resource_direct = {
@@ -216,18 +230,48 @@ DirectTable resource_direct = {
 DirectTable table_direct = {
     "table_hwm", 1,     {F_OIDEQ, InvalidOid}, {REGCLASSOID, InvalidOid}, 2, InvalidOid,
     InvalidOid,  {0, 0}};
+// No direct writes: tombstones are written through SQL (RaiseTombstone),
+// which maintains every index, so the lookup index may be there.
 DirectTable tombstone_direct = {
-    "row_tombstone", 2,     {F_OIDEQ, F_ARRAY_EQ}, {REGCLASSOID, TEXTARRAYOID}, 3, InvalidOid,
-    InvalidOid,      {0, 0}};
+    "row_tombstone", 2,      {F_OIDEQ, F_ARRAY_EQ}, {REGCLASSOID, TEXTARRAYOID}, 3, InvalidOid,
+    InvalidOid,      {0, 0}, "row_tombstone_lookup"};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
     for (DirectTable *t : {&resource_direct, &table_direct, &tombstone_direct}) {
-        if (relid == InvalidOid || relid == t->relid || relid == t->index) {
+        if (relid == InvalidOid || relid == t->relid || relid == t->index || relid == t->lookup) {
             t->relid = InvalidOid;
             t->index = InvalidOid;
+            t->lookup = InvalidOid;
         }
     }
+}
+
+// The lookup index as the 1.3 update creates it: hash, valid, not partial,
+// on the one expression array_append(key, relid::oid::text) of the primary
+// key's columns (relid, key). Anything else under its name is another index.
+bool LookupIndexOk(Oid index, AttrNumber relid_attnum, AttrNumber key_attnum) {
+    Relation index_rel = index_open(index, AccessShareLock);
+    bool ok = index_rel->rd_rel->relam == HASH_AM_OID && index_rel->rd_index->indisvalid &&
+              index_rel->rd_index->indnkeyatts == 1 && index_rel->rd_index->indkey.values[0] == 0 &&
+              RelationGetIndexPredicate(index_rel) == NIL;
+    List *exprs = ok ? RelationGetIndexExpressions(index_rel) : NIL;
+    ok = ok && list_length(exprs) == 1 && IsA(linitial(exprs), FuncExpr);
+    if (ok) {
+        FuncExpr *f = linitial_node(FuncExpr, exprs);
+        ok = f->funcid == F_ARRAY_APPEND && list_length(f->args) == 2;
+        Node *first = ok ? (Node *)linitial(f->args) : nullptr;
+        Node *second = ok ? (Node *)lsecond(f->args) : nullptr;
+        ok = ok && IsA(first, Var) && ((Var *)first)->varattno == key_attnum &&
+             IsA(second, CoerceViaIO) && ((CoerceViaIO *)second)->resulttype == TEXTOID;
+        Node *arg = ok ? (Node *)((CoerceViaIO *)second)->arg : nullptr;
+        if (ok && IsA(arg, RelabelType))
+            arg = (Node *)((RelabelType *)arg)->arg;
+        ok = ok && IsA(arg, Var) && ((Var *)arg)->varattno == relid_attnum &&
+             ((Var *)arg)->vartype == REGCLASSOID;
+    }
+    index_close(index_rel, AccessShareLock);
+    return ok;
 }
 
 bool ResolveDirectTable(DirectTable *t) {
@@ -246,8 +290,14 @@ bool ResolveDirectTable(DirectTable *t) {
     // The direct path maintains the primary key index only, and assumes the
     // heap access method: anything else (an index someone added, another
     // access method) takes the SPI path, which maintains every index.
+    // A read-only table (tombstone_direct) may also have its lookup index.
     List *indexes = RelationGetIndexList(rel);
-    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && list_length(indexes) == 1;
+    Oid lookup = t->lookup_name != nullptr ? get_relname_relid(t->lookup_name, nsp) : InvalidOid;
+    int others = list_length(indexes) - 1;
+    bool has_lookup = OidIsValid(lookup) && list_member_oid(indexes, lookup);
+    if (has_lookup)
+        --others;
+    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && others == 0;
     // The scan keys (key_eq, in index column order) and the HWM read assume
     // the columns of the extension's CREATE TABLE: a primary key rebuilt on
     // other columns, in another order or over retyped ones (a superuser's
@@ -274,12 +324,16 @@ bool ResolveDirectTable(DirectTable *t) {
     index_close(index_rel, AccessShareLock);
     if (!keys_ok)
         return false;
+    if (has_lookup && (t->nkeys != 2 || !LookupIndexOk(lookup, t->key_attnum[0], t->key_attnum[1])))
+        return false;  // another index under its name: as any other index
     t->relid = relid;
     t->index = index;
+    t->lookup = has_lookup ? lookup : InvalidOid;
     return true;
 }
 
-// Opens (and locks, in mode) a direct table and gives its primary key index,
+// Opens (and locks, in mode) a direct table and gives its primary key index
+// (and its lookup index, or InvalidOid, when lookup_relid is given),
 // or nullptr when the table does not have the direct path's shape. t's OIDs
 // are cached across transactions and only judged current once the table is
 // locked: the lock accepts the invalidation messages of whatever replaced the
@@ -293,7 +347,8 @@ bool ResolveDirectTable(DirectTable *t) {
 // lock's invalidations cleared them. Once the table is locked the index stays
 // (dropping it needs the table's AccessExclusiveLock, or REINDEX
 // CONCURRENTLY's wait for every locker of the table).
-Relation OpenResolved(DirectTable *t, LOCKMODE mode, Oid *index_relid) {
+Relation OpenResolved(DirectTable *t, LOCKMODE mode, Oid *index_relid,
+                      Oid *lookup_relid = nullptr) {
     for (;;) {
         if (!ResolveDirectTable(t))
             return nullptr;
@@ -301,9 +356,12 @@ Relation OpenResolved(DirectTable *t, LOCKMODE mode, Oid *index_relid) {
         // OID 0" under autovacuum).
         Oid relid = t->relid;
         Oid index = t->index;
+        Oid lookup = t->lookup;
         Relation rel = table_open(relid, mode);
-        if (t->relid == relid && t->index == index) {
+        if (t->relid == relid && t->index == index && t->lookup == lookup) {
             *index_relid = index;
+            if (lookup_relid != nullptr)
+                *lookup_relid = lookup;
             return rel;
         }
         // Replaced: resolve again, under the lock now held.
@@ -348,14 +406,15 @@ struct DirectAccess {
     RegProcedure key_eq[2];
     const Datum *key;
     Oid index_relid;
+    Oid lookup_relid;  // the table's lookup index, or InvalidOid
     Relation rel;
-    Relation index;  // nullptr until OpenIndex
+    Relation index;  // nullptr until OpenIndex (or OpenTombstoneIndex)
     ScanKeyData keys[2];
 };
 
 bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAccess *a) {
     Oid index_relid;
-    Relation rel = OpenResolved(t, mode, &index_relid);
+    Relation rel = OpenResolved(t, mode, &index_relid, &a->lookup_relid);
     if (rel == nullptr)
         return false;
     a->mode = mode;
@@ -415,6 +474,23 @@ bool SameText(Datum a, Datum b) {
     return len == VARSIZE_ANY_EXHDR(y) && memcmp(VARDATA_ANY(x), VARDATA_ANY(y), len) == 0;
 }
 
+// Array equality under "C" (array_eq, as the primary key compares), for
+// arrays whose bytes differ (an element stored with another header form).
+bool SameArray(Datum a, Datum b) {
+    static FmgrInfo *array_eq_info = nullptr;
+    if (SameText(a, b))
+        return true;
+    if (array_eq_info == nullptr) {
+        FmgrInfo *info =
+            static_cast<FmgrInfo *>(MemoryContextAllocZero(TopMemoryContext, sizeof(FmgrInfo)));
+        fmgr_info_cxt(F_ARRAY_EQ, info, TopMemoryContext);
+        array_eq_info = info;
+    }
+    return DatumGetBool(FunctionCall2Coll(array_eq_info, C_COLLATION_OID, a, b));
+}
+
+// Whether the row in slot carries a's key, exactly: the recheck of a hash
+// index's candidates.
 bool RowHasKey(const DirectAccess *a, TupleTableSlot *slot) {
     for (int i = 0; i < a->nkeys; ++i) {
         bool isnull;
@@ -422,7 +498,8 @@ bool RowHasKey(const DirectAccess *a, TupleTableSlot *slot) {
         if (isnull)
             return false;
         bool same = a->key_eq[i] == F_OIDEQ ? DatumGetObjectId(value) == DatumGetObjectId(a->key[i])
-                                            : SameText(value, a->key[i]);
+                    : a->key_eq[i] == F_ARRAY_EQ ? SameArray(value, a->key[i])
+                                                 : SameText(value, a->key[i]);
         if (!same)
             return false;
     }
@@ -815,8 +892,45 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
 
 namespace {
 
-// The key's tombstone through the primary key index of row_tombstone, read
-// with the latest snapshot. No internal session is needed: nothing runs but
+// The lookup index's value for the key: the key's elements and the relid's
+// decimal text (oidout), as array_append(key, relid::oid::text) computes it.
+Datum LookupValue(Oid home_relid, Datum key) {
+    ArrayType *array = DatumGetArrayTypeP(key);
+    Datum *elems;
+    bool *nulls;
+    int n;
+    deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+    Datum *all = static_cast<Datum *>(palloc((n + 1) * sizeof(Datum)));
+    bool *all_nulls = static_cast<bool *>(palloc((n + 1) * sizeof(bool)));
+    for (int i = 0; i < n; ++i) {
+        all[i] = elems[i];
+        all_nulls[i] = nulls[i];
+    }
+    all[n] = CStringGetTextDatum(psprintf("%u", home_relid));
+    all_nulls[n] = false;
+    int dims[] = {n + 1};
+    int lbs[] = {1};
+    return PointerGetDatum(
+        construct_md_array(all, all_nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+// Opens the index a tombstone read goes through: the lookup index when
+// row_tombstone has it (one scan key; returns a, whose key the caller must
+// recheck on every row the scan returns, which holds every row of the
+// value's hash), else the primary key (returns nullptr).
+const DirectAccess *OpenTombstoneIndex(DirectAccess *a, Oid home_relid, Datum key) {
+    if (!OidIsValid(a->lookup_relid)) {
+        OpenIndex(a);
+        return nullptr;
+    }
+    a->index = index_open(a->lookup_relid, a->mode);
+    ScanKeyEntryInitialize(&a->keys[0], 0, 1, HTEqualStrategyNumber, InvalidOid,
+                           a->index->rd_indcollation[0], F_ARRAY_EQ, LookupValue(home_relid, key));
+    return a;
+}
+
+// The key's tombstone through row_tombstone's lookup index (else its primary
+// key index), read with the latest snapshot. No internal session is needed: nothing runs but
 // an index scan on the extension's table (no SQL, no permission check; the
 // caller's grants and RLS cannot apply, as under the internal session's
 // owner). The AccessShareLock is held to commit, as the SPI read's would be.
@@ -826,12 +940,15 @@ bool LookupTombstoneDirect(Oid home_relid, Datum key, Token *hwm, bool *found) {
     DirectAccess a;
     if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a))
         return false;
-    OpenIndex(&a);
+    const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
+    int nkeys = recheck != nullptr ? 1 : a.nkeys;
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
-    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, a.nkeys, 0);
-    index_rescan(scan, a.keys, a.nkeys, nullptr, 0);
-    *found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, nkeys, 0);
+    index_rescan(scan, a.keys, nkeys, nullptr, 0);
+    while ((*found = index_getnext_slot(scan, ForwardScanDirection, slot)) && recheck != nullptr &&
+           !RowHasKey(recheck, slot)) {
+    }
     if (*found) {
         bool isnull;
         Datum d = slot_getattr(slot, a.hwm_attnum, &isnull);
@@ -1168,6 +1285,11 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) 
 //     row before this transaction commits, and fencing_advance() waits for
 //     it (WaitForKeyWritersOf) and then raises the committed row.
 // The one scan replaces the wait's last (writer-free) scan and the read.
+// Through the lookup index (a hash index) the rows of other keys with the
+// same hash value are skipped, their writers not waited for; "passed the key"
+// is then the scan of the lookup index's entries, which every tombstone write
+// (one SQL statement) has made before it returns, as it has the primary
+// key's.
 bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
     Datum values[] = {ObjectIdGetDatum(home_relid), key};
     DirectAccess a;
@@ -1175,13 +1297,14 @@ bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
         WaitForAllWriters(&tombstone_direct);
         return LookupTombstoneInSession(home_relid, key, hwm);
     }
-    OpenIndex(&a);
+    const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
+    int nkeys = recheck != nullptr ? 1 : a.nkeys;
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
     bool found = false;
     Token value = 0;
     for (;;) {
-        TransactionId writer =
-            IndexWriter(a.rel, a.index, a.keys, a.nkeys, slot, a.hwm_attnum, &found, &value);
+        TransactionId writer = IndexWriter(a.rel, a.index, a.keys, nkeys, slot, a.hwm_attnum,
+                                           &found, &value, nullptr, recheck);
         if (!TransactionIdIsValid(writer))
             break;
         WaitForWriter(writer);

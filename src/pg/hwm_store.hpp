@@ -34,10 +34,11 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
 // Read with the latest snapshot, whatever the isolation level: through the
-// primary key index when row_tombstone has the direct path's shape, else
-// through SPI, for which the caller of LookupTombstone (and RaiseTombstone)
-// is inside an internal session (pg/internal_access.hpp). ReadTombstone
-// opens one itself when it needs one.
+// lookup hash index (1.3; each candidate rechecked), else the primary key
+// index, when row_tombstone has the direct path's shape; else through SPI,
+// for which the caller of LookupTombstone (and RaiseTombstone) is inside an
+// internal session (pg/internal_access.hpp). ReadTombstone opens one itself
+// when it needs one.
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 bool ReadTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
@@ -46,7 +47,8 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
 
 // Waits for every other transaction still writing the key's tombstone (a
-// dirty-snapshot look at its index entry, as the unique check does), and
+// dirty-snapshot look at its index entry, as the unique check does; through
+// the lookup index, only rows of the key count), and
 // returns the tombstone then committed (or written by this transaction): what
 // ReadTombstone would read after the wait.
 bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm);
