@@ -247,11 +247,29 @@ void ForgetDirectTables(Datum, Oid relid) {
     }
 }
 
+// Opens (AccessShareLock) an index that ResolveDirectTable found in its
+// table's index list, or gives nullptr when it has been dropped since. The
+// table's lock is not held here: an index whose lock we wait for (a REINDEX
+// in an open transaction) may be dropped before we get it, and index_open
+// would then fail with "could not open relation with OID" (XX000). Holding
+// the table's lock instead would deadlock with that DROP INDEX.
+Relation OpenIndexIfExists(Oid index) {
+    Relation rel = try_relation_open(index, AccessShareLock);
+    if (rel != nullptr && rel->rd_rel->relkind != RELKIND_INDEX) {
+        relation_close(rel, AccessShareLock);  // the OID reused meanwhile
+        return nullptr;
+    }
+    return rel;
+}
+
 // The lookup index as the 1.3 update creates it: hash, valid, not partial,
 // on the one expression array_append(key, relid::oid::text) of the primary
 // key's columns (relid, key). Anything else under its name is another index.
 bool LookupIndexOk(Oid index, AttrNumber relid_attnum, AttrNumber key_attnum) {
-    Relation index_rel = index_open(index, AccessShareLock);
+    // Dropped meanwhile (see OpenIndexIfExists): not the lookup index.
+    Relation index_rel = OpenIndexIfExists(index);
+    if (index_rel == nullptr)
+        return false;
     bool ok = index_rel->rd_rel->relam == HASH_AM_OID && index_rel->rd_index->indisvalid &&
               index_rel->rd_index->indnkeyatts == 1 && index_rel->rd_index->indkey.values[0] == 0 &&
               RelationGetIndexPredicate(index_rel) == NIL;
@@ -314,7 +332,9 @@ bool ResolveDirectTable(DirectTable *t) {
     table_close(rel, AccessShareLock);
     if (!OidIsValid(index) || !direct_ok)
         return false;
-    Relation index_rel = index_open(index, AccessShareLock);
+    Relation index_rel = OpenIndexIfExists(index);
+    if (index_rel == nullptr)
+        return false;
     bool keys_ok =
         index_rel->rd_index->indnkeyatts == t->nkeys && index_rel->rd_index->indnatts == t->nkeys;
     for (int i = 0; keys_ok && i < t->nkeys; ++i) {

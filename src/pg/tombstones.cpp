@@ -15,6 +15,7 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_inherits.h"
 #include "executor/tuptable.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
@@ -33,6 +34,23 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
 }
 
 void WaitForKeyWritersOf(Relation rel, const Datum *values) {
+    // A partitioned table (fencing_advance() names the root) has no storage,
+    // nor has its primary key, a partitioned index: scanning it crashed the
+    // backend. The key's row is in one of the leaf partitions, whose primary
+    // keys have the root's columns in the root's order: wait on each.
+    if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) {
+        List *parts = find_all_inheritors(RelationGetRelid(rel), AccessShareLock, nullptr);
+        ListCell *lc;
+        foreach (lc, parts) {
+            Oid part = lfirst_oid(lc);
+            if (get_rel_relkind(part) != RELKIND_RELATION)
+                continue;  // the root, sub-partitioned tables, foreign tables
+            Relation leaf = table_open(part, NoLock);  // locked by find_all_inheritors
+            WaitForKeyWritersOf(leaf, values);
+            table_close(leaf, NoLock);
+        }
+        return;
+    }
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;
