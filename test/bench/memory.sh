@@ -55,12 +55,18 @@ measure() {  # measure NAME TABLE: one session of CALLS transactions
     PGAPPNAME=$app pgbench -n -M prepared -c 1 -t "$CALLS" -f "$WORK/$name.sql" \
         >"$WORK/$name.out" 2>"$WORK/$name.err" &
     local bench=$! pid="" t0=$SECONDS
-    while [ -z "$pid" ] && kill -0 "$bench" 2>/dev/null; do
-        pid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$app'" 2>/dev/null)
-        [ -n "$pid" ] || sleep 0.05
-    done
     local before="" after="" peak=0 now start_s=$SECONDS
     while kill -0 "$bench" 2>/dev/null; do
+        # pgbench may open a short-lived connection before the session that
+        # runs the transactions: when the backend found is gone while pgbench
+        # still runs, look again (the newest backend of the application) and
+        # start the samples over.
+        if [ -z "$pid" ] || [ ! -e "/proc/$pid/status" ]; then
+            pid=$(psql -X -At -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$app'
+                                  ORDER BY backend_start DESC LIMIT 1" 2>/dev/null)
+            before="" after="" peak=0 start_s=$SECONDS
+            [ -n "$pid" ] || { sleep 0.05; continue; }
+        fi
         now=$(rss_kb "$pid")
         if [ -n "$now" ]; then
             after=$now
