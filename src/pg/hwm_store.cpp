@@ -116,6 +116,16 @@ bool FirstInt8(Token *out) {
 struct DirectAccess;
 bool RowHasKey(const DirectAccess *a, TupleTableSlot *slot);
 
+// The transaction still writing the version a dirty snapshot just showed
+// (inserting it, or updating or deleting it), when it is another one;
+// InvalidTransactionId otherwise.
+TransactionId InFlightWriter(const SnapshotData &dirty) {
+    TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
+    return TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)
+               ? xid
+               : InvalidTransactionId;
+}
+
 // The first other transaction still writing (inserting, updating or
 // deleting) an entry of index (on rel) that matches keys, seen with a dirty
 // snapshot as the unique check sees it; InvalidTransactionId when none. Then,
@@ -136,11 +146,9 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
     while (index_getnext_slot(scan, ForwardScanDirection, slot)) {
         if (recheck != nullptr && !RowHasKey(recheck, slot))
             continue;
-        TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-        if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid)) {
-            writer = xid;
+        writer = InFlightWriter(dirty);
+        if (TransactionIdIsValid(writer))
             break;
-        }
         if (value_attnum != 0) {
             bool isnull;
             Token v = DatumGetInt64(slot_getattr(slot, value_attnum, &isnull));
@@ -399,21 +407,6 @@ void InsertIndexEntry(Relation rel, Relation index, HeapTuple tuple) {
     index_insert(index, values, isnull, &tuple->t_self, rel, UNIQUE_CHECK_YES, false, info);
 }
 
-// Opens a direct table and its primary key index, and sets up the scan keys
-// for key. False when the table does not have the direct path's shape.
-bool OpenDirect(DirectTable *t, LOCKMODE mode, const Datum *key, Relation *rel, Relation *index,
-                ScanKeyData *keys) {
-    Oid index_relid;
-    *rel = OpenResolved(t, mode, &index_relid);
-    if (*rel == nullptr)
-        return false;
-    *index = index_open(index_relid, mode);
-    for (int i = 0; i < t->nkeys; ++i)
-        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
-                               (*index)->rd_indcollation[i], t->key_eq[i], key[i]);
-    return true;
-}
-
 // A direct table opened for one check: the heap at once, its primary key
 // index only when the row hint below does not do (OpenIndex). What the check
 // needs of the DirectTable is copied: opening a relation accepts invalidation
@@ -430,6 +423,7 @@ struct DirectAccess {
     Relation rel;
     Relation index;  // nullptr until OpenIndex (or OpenTombstoneIndex)
     ScanKeyData keys[2];
+    int scan_nkeys;  // how many of keys the opened index's scan uses
 };
 
 bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAccess *a) {
@@ -448,6 +442,7 @@ bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAcces
     a->index_relid = index_relid;
     a->index = nullptr;
     a->rel = rel;
+    a->scan_nkeys = 0;
     return true;
 }
 
@@ -458,6 +453,7 @@ void OpenIndex(DirectAccess *a) {
     for (int i = 0; i < a->nkeys; ++i)
         ScanKeyEntryInitialize(&a->keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
                                a->index->rd_indcollation[i], a->key_eq[i], a->key[i]);
+    a->scan_nkeys = a->nkeys;
 }
 
 void CloseDirect(DirectAccess *a) {
@@ -549,9 +545,9 @@ TransactionId ProbeDirty(DirectAccess *a, RowHint *hint, TupleTableSlot *slot, b
         // another transaction's xmin or xmax is a write in flight. A version
         // it sees without one is the row's only live version (the key is
         // unique), so there is nothing else to look at.
-        TransactionId xid = TransactionIdIsValid(dirty.xmin) ? dirty.xmin : dirty.xmax;
-        if (TransactionIdIsValid(xid) && !TransactionIdIsCurrentTransactionId(xid))
-            return xid;
+        TransactionId writer = InFlightWriter(dirty);
+        if (TransactionIdIsValid(writer))
+            return writer;
         bool isnull;
         *value = DatumGetInt64(slot_getattr(slot, a->hwm_attnum, &isnull));
         *found = true;
@@ -559,8 +555,8 @@ TransactionId ProbeDirty(DirectAccess *a, RowHint *hint, TupleTableSlot *slot, b
     }
     OpenIndex(a);
     ItemPointerData tid;
-    TransactionId writer =
-        IndexWriter(a->rel, a->index, a->keys, a->nkeys, slot, a->hwm_attnum, found, value, &tid);
+    TransactionId writer = IndexWriter(a->rel, a->index, a->keys, a->scan_nkeys, slot,
+                                       a->hwm_attnum, found, value, &tid);
     if (!TransactionIdIsValid(writer) && *found)
         SetHint(hint, a->rel, &tid);
     return writer;
@@ -630,8 +626,8 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint
     bool found = FetchHinted(&a, hint, snapshot, slot);
     if (!found) {
         OpenIndex(&a);
-        IndexScanDesc scan = index_beginscan(rel, a.index, snapshot, a.nkeys, 0);
-        index_rescan(scan, a.keys, a.nkeys, nullptr, 0);
+        IndexScanDesc scan = index_beginscan(rel, a.index, snapshot, a.scan_nkeys, 0);
+        index_rescan(scan, a.keys, a.scan_nkeys, nullptr, 0);
         found = index_getnext_slot(scan, ForwardScanDirection, slot);
         index_endscan(scan);
     }
@@ -789,24 +785,24 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
 // HWM it raised). So: lock, look for such a raiser (dirty snapshot), and if
 // there is one let go, wait for it, and start again.
 void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
-    Relation rel, index;
-    ScanKeyData keys[2];
-    if (!OpenDirect(t, AccessShareLock, key, &rel, &index, keys)) {
+    DirectAccess a;
+    if (!OpenDirectHeap(t, AccessShareLock, key, &a)) {
         LockHwmExclusive(tag);
         return;
     }
-    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    OpenIndex(&a);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
     for (;;) {
         LockHwmExclusive(tag);
-        TransactionId writer = IndexWriter(rel, index, keys, t->nkeys, slot, 0, nullptr, nullptr);
+        TransactionId writer =
+            IndexWriter(a.rel, a.index, a.keys, a.scan_nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
         UnlockHwmExclusive(tag);
         WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
-    index_close(index, NoLock);
-    table_close(rel, NoLock);
+    CloseDirect(&a);
 }
 
 // The shared loop of resource and table scope:
@@ -920,18 +916,14 @@ Datum LookupValue(Oid home_relid, Datum key) {
     bool *nulls;
     int n;
     deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
-    Datum *all = static_cast<Datum *>(palloc((n + 1) * sizeof(Datum)));
-    bool *all_nulls = static_cast<bool *>(palloc((n + 1) * sizeof(bool)));
-    for (int i = 0; i < n; ++i) {
-        all[i] = elems[i];
-        all_nulls[i] = nulls[i];
-    }
-    all[n] = CStringGetTextDatum(psprintf("%u", home_relid));
-    all_nulls[n] = false;
+    elems = static_cast<Datum *>(repalloc(elems, (n + 1) * sizeof(Datum)));
+    nulls = static_cast<bool *>(repalloc(nulls, (n + 1) * sizeof(bool)));
+    elems[n] = CStringGetTextDatum(psprintf("%u", home_relid));
+    nulls[n] = false;
     int dims[] = {n + 1};
     int lbs[] = {1};
     return PointerGetDatum(
-        construct_md_array(all, all_nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT));
+        construct_md_array(elems, nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
 // Opens the index a tombstone read goes through: the lookup index when
@@ -946,6 +938,7 @@ const DirectAccess *OpenTombstoneIndex(DirectAccess *a, Oid home_relid, Datum ke
     a->index = index_open(a->lookup_relid, a->mode);
     ScanKeyEntryInitialize(&a->keys[0], 0, 1, HTEqualStrategyNumber, InvalidOid,
                            a->index->rd_indcollation[0], F_ARRAY_EQ, LookupValue(home_relid, key));
+    a->scan_nkeys = 1;
     return a;
 }
 
@@ -961,11 +954,10 @@ bool LookupTombstoneDirect(Oid home_relid, Datum key, Token *hwm, bool *found) {
     if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a))
         return false;
     const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
-    int nkeys = recheck != nullptr ? 1 : a.nkeys;
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
-    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, nkeys, 0);
-    index_rescan(scan, a.keys, nkeys, nullptr, 0);
+    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, a.scan_nkeys, 0);
+    index_rescan(scan, a.keys, a.scan_nkeys, nullptr, 0);
     while ((*found = index_getnext_slot(scan, ForwardScanDirection, slot)) && recheck != nullptr &&
            !RowHasKey(recheck, slot)) {
     }
@@ -1245,9 +1237,8 @@ void HoldTableHwm(Oid relid) {
     LOCKTAG tag;
     TableHwmLockTag(&tag, relid);
     Datum key[] = {ObjectIdGetDatum(relid)};
-    Relation rel, index;
-    ScanKeyData keys[2];
-    if (!OpenDirect(&table_direct, AccessShareLock, key, &rel, &index, keys)) {
+    DirectAccess a;
+    if (!OpenDirectHeap(&table_direct, AccessShareLock, key, &a)) {
         // Every raise of this shape takes the lock exclusively until its
         // statements are done (CheckAndRaiseViaSpi): share it, then wait for
         // those that let it go and have not committed yet.
@@ -1255,10 +1246,12 @@ void HoldTableHwm(Oid relid) {
         WaitForAllWriters(&table_direct);
         return;
     }
-    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    OpenIndex(&a);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
     for (;;) {
         LockHwmShared(&tag);
-        TransactionId writer = IndexWriter(rel, index, keys, 1, slot, 0, nullptr, nullptr);
+        TransactionId writer =
+            IndexWriter(a.rel, a.index, a.keys, a.scan_nkeys, slot, 0, nullptr, nullptr);
         if (!TransactionIdIsValid(writer))
             break;
         // As SettledAtHwm: not holding the lock while waiting, which the
@@ -1267,8 +1260,7 @@ void HoldTableHwm(Oid relid) {
         WaitForWriter(writer);
     }
     ExecDropSingleTupleTableSlot(slot);
-    index_close(index, NoLock);
-    table_close(rel, NoLock);
+    CloseDirect(&a);
 }
 
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
@@ -1318,12 +1310,11 @@ bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
         return LookupTombstoneInSession(home_relid, key, hwm);
     }
     const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
-    int nkeys = recheck != nullptr ? 1 : a.nkeys;
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
     bool found = false;
     Token value = 0;
     for (;;) {
-        TransactionId writer = IndexWriter(a.rel, a.index, a.keys, nkeys, slot, a.hwm_attnum,
+        TransactionId writer = IndexWriter(a.rel, a.index, a.keys, a.scan_nkeys, slot, a.hwm_attnum,
                                            &found, &value, nullptr, recheck);
         if (!TransactionIdIsValid(writer))
             break;
