@@ -48,7 +48,7 @@ CREATE FUNCTION fencing.stats_info(
 -- match it to the catalog's full names (fencing.resource_namespace,
 -- fencing.protected, fencing.lease) by the hash of the full names it is keyed
 -- by, and a truncated entry that matches none is shown only to
--- pg_read_all_stats. (Else a role owning namespace 'NNN…' of 63 bytes would
+-- pg_read_all_stats. (Else a role owning namespace 'NNN...' of 63 bytes would
 -- see every longer namespace beginning so.)
 CREATE FUNCTION fencing.stats_name_hash(namespace pg_catalog.text, resource pg_catalog.text)
     RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_stats_name_hash'
