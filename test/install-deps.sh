@@ -13,6 +13,8 @@ PACKAGES=(
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
     patroni python3-etcd
     sqlsmith
+    # production surroundings: PgBouncer, pg_repack, pg_partman, asyncpg
+    pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
     # the client examples (examples/): Django, SQLAlchemy, JDBC
     python3-django python3-psycopg2 python3-sqlalchemy
     default-jdk-headless libpostgresql-jdbc-java

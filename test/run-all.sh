@@ -155,6 +155,14 @@ echo "== e2e-etcd"
 run_tap_like e2e-etcd test/e2e/etcd.sh
 echo "== e2e-zookeeper"
 run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
+echo "== pooler"
+run_tap_like pooler test/pooler/run.sh
+echo "== repack"
+run_tap_like repack test/repack/run.sh
+echo "== partman"
+run_tap_like partman test/partman/run.sh
+echo "== encodings"
+run_tap_like encodings test/encodings/run.sh
 echo "== examples"
 run_tap_like examples examples/run.sh
 
