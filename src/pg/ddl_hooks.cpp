@@ -109,7 +109,9 @@ void OnTableDdl(Oid relid) {
     row.relid = relid;
     row.scope = Scope::kRow;
     row.on_stale = OnStale::kError;
-    row.require_token = true;  // fail closed: a write without a token is refused
+    // Fail closed from 1.4 on: the installed version's default (true since
+    // 1.4, whose update script leaves tables protected before as they were).
+    row.require_token = RequireTokenByDefault();
     row.resource_namespace = pstrdup("");
     RequireCanonicalRowKeyOf(relid);
     WriteProtectedRow(row);

@@ -50,6 +50,21 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     return true;
 }
 
+bool RequireTokenByDefault() {
+    RunInternalSql(
+        "SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) OPERATOR(pg_catalog.=) 'false'"
+        " FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a"
+        " ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) "
+        "d.adnum"
+        " WHERE d.adrelid OPERATOR(pg_catalog.=) 'fencing.protected'::pg_catalog.regclass"
+        " AND a.attname OPERATOR(pg_catalog.=) 'require_token'",
+        0, nullptr, nullptr, nullptr, true);
+    if (SPI_processed == 0)
+        return true;
+    char *off = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+    return off == nullptr || strcmp(off, "t") != 0;
+}
+
 void WriteProtectedRow(const ProtectedRow &row) {
     Oid types[] = {OIDOID, NAMEOID, TEXTOID, NAMEOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
     bool resource = row.scope == Scope::kResource;

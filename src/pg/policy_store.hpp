@@ -27,6 +27,12 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row);
 void WriteProtectedRow(const ProtectedRow &row);
 void DeleteProtectedRow(Oid relid);
 
+// The default of fencing.protected.require_token, which the installed
+// version's scripts set: a table protected automatically gets it, as a
+// fencing_protect() call without require_token does. True when it cannot be
+// read (fail closed).
+bool RequireTokenByDefault();
+
 // The nearest partition ancestor of relid that is protected, if any.
 Oid ProtectedAncestor(Oid relid);
 

@@ -28,7 +28,7 @@ my $hwm_sql = q{SELECT fencing_high_water('inventory', '{"item": "a"}') || ' ' |
        fencing_resource_high_water('s', 'extupdate') || ' ' ||
        fencing_high_water('ledger') || ' ' ||
        fencing_high_water('events', '{"id": 2, "k": "a"}')};
-my $policy_sql = q{SELECT string_agg(table_name || ':' || scope || ':' || strict, ' '
+my $policy_sql = q{SELECT string_agg(table_name || ':' || scope || ':' || strict || ':' || require_token, ' '
        ORDER BY table_name::text) FROM fencing_protected};
 my $lease_sql = q{SELECT resource || '|' || holder || '|' || token || '|' || live
        FROM fencing_leases WHERE resource = 'upd'};
@@ -165,6 +165,34 @@ sub check_statistics
 	return;
 }
 
+# From 1.4 on a newly protected table requires a token; the tables protected
+# before the update keep require_token off and their token-less writes.
+sub check_fail_closed
+{
+	my ($db, $label) = @_;
+	return if query($node, $db, q{SELECT extversion < '1.4' FROM pg_extension WHERE extname = 'fencing'}) eq 't';
+	is(query($node, $db, q{SELECT string_agg(DISTINCT require_token::text, ',') FROM fencing_protected}),
+		'false', "$label: tables protected before the update keep require_token off");
+	is(sqlstate($node, $db, q{UPDATE inventory SET stock = 3 WHERE item = 'a'}),
+		'', "$label: a token-less write to a table protected before the update is still admitted");
+	query($node, $db, q{CREATE TABLE new_declared (id int PRIMARY KEY, fence fencing_token);
+	                    CREATE TABLE new_explicit (id int PRIMARY KEY, tok bigint);
+	                    SELECT fencing_protect('new_explicit', token_column => 'tok')});
+	is(query($node, $db, q{SELECT string_agg(table_name || ':' || require_token, ' ' ORDER BY table_name::text)
+	                         FROM fencing_protected WHERE table_name::text LIKE 'new_%'}),
+		'new_declared:true new_explicit:true', "$label: a table protected after the update requires a token");
+	is(sqlstate($node, $db, q{INSERT INTO new_declared VALUES (1)}) . '|'
+		  . sqlstate($node, $db, q{INSERT INTO new_explicit VALUES (1)}),
+		'TF002|TF002', "$label: a token-less write to a newly protected table is refused (TF002)");
+	is(query($node, $db, q{SELECT pg_get_function_arguments('fencing_protect'::regproc)}),
+		query($node, 'postgres', q{SELECT 'target regclass, token_column name DEFAULT NULL::name, '
+		  || 'scope text DEFAULT ''row''::text, resource_column name DEFAULT NULL::name, '
+		  || 'resource_namespace text DEFAULT NULL::text, on_stale text DEFAULT ''error''::text, '
+		  || 'strict boolean DEFAULT false, require_token boolean DEFAULT true'}),
+		"$label: fencing_protect() defaults to require_token => true");
+	return;
+}
+
 # The extension's members, to compare an updated install with a fresh one.
 my $members_sql = q{SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1)
        FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'};
@@ -193,6 +221,7 @@ for my $i (0 .. $#chain - 1)
 	check_state($db, $label, $from, $current, $before);
 	check_statistics($db, $label, $from, $before);
 	check_writes($db, $label, $from, $before);
+	check_fail_closed($db, $label);
 	push @updated, [ $db, $label ];
 }
 
@@ -211,6 +240,7 @@ if (@chain > 2)
 	}
 	check_statistics($db, '1.0 stepwise', '1.0', $before);
 	check_writes($db, '1.0 stepwise', '1.0', $before);
+	check_fail_closed($db, '1.0 stepwise');
 	push @updated, [ $db, '1.0 stepwise' ];
 }
 
