@@ -123,6 +123,22 @@ $node->psql('postgres', q{INSERT INTO needs VALUES (1, NULL);
 UPDATE shards SET fence = 40 WHERE id = 1;}, on_error_stop => 0);
 is(sql(q{SELECT writes_missing_token || ' ' || writes_checked FROM fencing_stats
           WHERE table_name = 'needs'::regclass}), '1 1', 'a write refused for a missing token is counted');
+
+# fencing_allow_unfenced(): the rows it admits are counted as unfenced, and
+# each call writes one LOG line with the table, the reason and the role.
+$node->psql('postgres', q{SET application_name = 'tap-unfenced';
+BEGIN;
+SELECT fencing_allow_unfenced('needs', 'tap backfill "one"');
+INSERT INTO needs VALUES (2, NULL), (3, NULL);
+COMMIT;
+INSERT INTO needs VALUES (4, NULL);});
+is(sql(q{SELECT writes_unfenced || ' ' || writes_missing_token || ' ' || writes_checked FROM fencing_stats
+          WHERE table_name = 'needs'::regclass}), '2 2 4',
+    'fencing_allow_unfenced(): its 2 rows counted as unfenced; the write after COMMIT refused');
+my @allowed = grep { /tap-unfenced/ && /fencing: unfenced writes allowed/ } split /\n/, slurp_file($node->logfile);
+is(scalar(@allowed), 1, 'fencing_allow_unfenced(): one LOG line per call');
+like($allowed[0] // '', qr/table="public\.needs" reason="tap backfill \\"one\\"" application_name="tap-unfenced" user="\Q$user\E" pid=\d+/,
+    'fencing_allow_unfenced(): the LOG line names the table, the reason and the role');
 is( sql(q{SELECT string_agg(kind || ':' || writes_accepted || ':' || writes_rejected || ':' ||
                             last_rejected_token || ':' || last_rejection_hwm || ':' || last_rejected_key, ' '
                             ORDER BY kind)
