@@ -41,7 +41,7 @@ int main() {
         conn.exec("SET client_min_messages = warning");
         conn.exec("DROP TABLE IF EXISTS ex_cpp");
         conn.exec("CREATE TABLE ex_cpp (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token)");
-        conn.exec("INSERT INTO ex_cpp (item, stock) VALUES ('SKU-001', 10)");
+        conn.exec("INSERT INTO ex_cpp VALUES ('SKU-001', 10, 0)");
         std::string resource =
             "ex-cpp-" + std::to_string(getpid()) + "-" +
             std::to_string(std::chrono::system_clock::now().time_since_epoch().count());

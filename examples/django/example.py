@@ -94,7 +94,7 @@ def main():
         editor.create_model(Item)
     ok("schema_editor created ex_django, fenced",
        sql_value("SELECT count(*) FROM fencing_protected WHERE table_name = 'ex_django'::regclass") == 1)
-    Item.objects.create(item="SKU-001", stock=10)
+    Item.objects.create(item="SKU-001", stock=10, fencing_token=0)  # a token is required
 
     a = int(sql_value("SELECT fencing_acquire(%s, 'worker-a', '30 s')::text", [resource]))
     ok(f"acquired token {a}", a > 0)

@@ -221,7 +221,7 @@ public final class FencingExample {
             call(c, "SET client_min_messages = warning");
             call(c, "DROP TABLE IF EXISTS ex_java");
             call(c, "CREATE TABLE ex_java (item text PRIMARY KEY, stock int NOT NULL, note text, fence fencing_token)");
-            call(c, "INSERT INTO ex_java (item, stock, note) VALUES ('SKU-001', 10, 'new')");
+            call(c, "INSERT INTO ex_java VALUES ('SKU-001', 10, 'new', 0)");
 
             long a = acquire(c, resource, "worker-a");
             ok("acquired token " + a, a > 0);

@@ -122,7 +122,7 @@ async function main() {
   await client.query('SET client_min_messages = warning');
   await client.query('DROP TABLE IF EXISTS ex_node');
   await client.query('CREATE TABLE ex_node (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token)');
-  await client.query("INSERT INTO ex_node (item, stock) VALUES ('SKU-001', 10)");
+  await client.query("INSERT INTO ex_node VALUES ('SKU-001', 10, 0)");
 
   const a = await acquire(client, resource, 'worker-a');
   ok(`acquired token ${a} (${typeof a})`, typeof a === 'bigint' && a > 0n);

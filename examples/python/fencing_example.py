@@ -132,7 +132,7 @@ def main():
         conn.execute("SET client_min_messages = warning")
         conn.execute(f"DROP TABLE IF EXISTS {table}")
         conn.execute(f"CREATE TABLE {table} (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token)")
-        conn.execute(f"INSERT INTO {table} (item, stock) VALUES ('SKU-001', 10), ('SKU-ETCD', 10)")
+        conn.execute(f"INSERT INTO {table} VALUES ('SKU-001', 10, 0), ('SKU-ETCD', 10, 0)")
 
         # 1. Tokens from the database's own leases.
         token_a = int(conn.execute("SELECT fencing_acquire(%s, 'worker-a', '30 s')::text", (resource,)).fetchone()[0])

@@ -85,7 +85,7 @@ def main():
     ok("create_all made ex_sqlalchemy, fenced",
        scalar("SELECT count(*) FROM fencing_protected WHERE table_name = 'ex_sqlalchemy'::regclass") == 1)
     with Session(engine) as s, s.begin():
-        s.add(Item(item="SKU-001", stock=10))
+        s.add(Item(item="SKU-001", stock=10, fencing_token=0))  # a token is required
 
     a = int(scalar("SELECT fencing_acquire(:r, 'worker-a', '30 s')::text", r=resource))
     ok(f"acquired token {a}", a > 0)
