@@ -76,7 +76,7 @@ CREATE TABLE tomb (id int PRIMARY KEY, val int, tok fencing_token);
 INSERT INTO spread SELECT g, g - 1, 0, 1 FROM generate_series(1, 1000) g;
 -- Two tombstones the guard writes itself, to check the direct fill's format.
 INSERT INTO tomb VALUES (2, 0, 1), (4, 0, 1);
-DELETE FROM tomb;
+BEGIN; SET LOCAL fencing.token = 1; DELETE FROM tomb; COMMIT;
 SQL
 NS=$(psql -X -At -d "$DB" -c "SELECT resource_namespace FROM fencing.protected WHERE relid = 'spread'::regclass")
 # The guard's formats: resource = the value's text, tombstone key = {hex of int4send}.
