@@ -96,7 +96,8 @@ config_generic *FindSetting(const char *name) {
 // DefineCustomStringVariable, which drops the stack entry that makes for a
 // value of an earlier transaction and keeps those of the current one.)
 bool SetInThisTransaction() {
-    return token_record == nullptr || token_record->stack != nullptr;
+    // Without the record nothing can be told apart: refuse (fail closed).
+    return token_record != nullptr && token_record->stack != nullptr;
 }
 
 [[noreturn]] void RefuseSessionToken() {
