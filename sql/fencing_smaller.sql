@@ -152,7 +152,14 @@ DROP TABLE sm_temp2;
 
 -- 4. CREATE TABLE ... (LIKE fenced ...) copies columns, not the policy: the
 -- new table is fenced on its own in row scope with the defaults, whatever
--- the source's scope, strict or require_token; a NOTICE says so.
+-- the source's scope, strict, on_stale or require_token; a NOTICE says so
+-- (not for a source whose policy is a new table's anyway).
+CREATE TABLE sm_src_row (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('sm_src_row', require_token => false);
+CREATE TABLE sm_src_strict (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('sm_src_strict', strict => true, on_stale => 'skip', require_token => false);
+CREATE TABLE sm_like_row (LIKE sm_src_row INCLUDING ALL);
+CREATE TABLE sm_like_strict (LIKE sm_src_strict INCLUDING ALL);
 CREATE TABLE sm_src_res (id int PRIMARY KEY, shard text, fence fencing_token);
 SELECT fencing_protect('sm_src_res', scope => 'resource', resource_column => 'shard',
                        resource_namespace => 'sm_like', strict => true, require_token => true);
@@ -166,11 +173,12 @@ CREATE TABLE sm_like_plain (LIKE sm_src_tab);
 SET fencing.auto_protect = off;
 CREATE TABLE sm_like_off (LIKE sm_src_tab INCLUDING ALL);
 RESET fencing.auto_protect;
-SELECT table_name, token_column, scope, resource_column, strict
+SELECT table_name, token_column, scope, resource_column, on_stale, strict
   FROM fencing_protected WHERE table_name::text LIKE 'sm_%' ORDER BY table_name::text;
 -- The copies are fenced by their own rows, not by the source's HWMs.
 INSERT INTO sm_src_tab VALUES (1, 50);
 INSERT INTO sm_like_tab VALUES (1, 40);
 UPDATE sm_like_tab SET fence = 30 WHERE id = 1;
 SELECT * FROM sm_like_tab;
-DROP TABLE sm_like_res, sm_like_tab, sm_like_plain, sm_like_off, sm_src_res, sm_src_tab;
+DROP TABLE sm_like_res, sm_like_tab, sm_like_plain, sm_like_off, sm_src_res, sm_src_tab,
+    sm_like_row, sm_like_strict, sm_src_row, sm_src_strict;

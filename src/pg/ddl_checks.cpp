@@ -501,7 +501,9 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
 }
 
 // CREATE TABLE ... (LIKE fenced ...): LIKE copies columns, not the policy.
-// Said in a NOTICE for each fenced source the caller may read.
+// Said in a NOTICE for each fenced source the caller may read whose policy
+// is not what a new table gets anyway (row scope, error, not strict, no
+// require_token).
 void CheckCreateLike(CreateStmt *stmt) {
     ListCell *lc;
     foreach (lc, stmt->tableElts) {
@@ -514,13 +516,19 @@ void CheckCreateLike(CreateStmt *stmt) {
             pg_class_aclcheck(source, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
             !FencedPolicy(source, &policy))
             continue;
+        if (policy.scope == Scope::kRow && policy.on_stale == OnStale::kError && !policy.strict &&
+            !policy.require_token)
+            continue;
         ereport(NOTICE,
                 (errmsg("table \"%s\" takes the columns of fenced table %s, not its fencing "
                         "policy",
                         stmt->relation->relname, RelName(source)),
-                 errdetail("%s is fenced in %s scope%s%s. LIKE copies columns (and what its "
+                 errdetail("%s is fenced in %s scope%s%s%s. LIKE copies columns (and what its "
                            "INCLUDING options name), never a policy: %s",
                            RelName(policy.home_relid), ScopeName(policy.scope),
+                           policy.on_stale != OnStale::kError
+                               ? psprintf(", on_stale %s", OnStaleName(policy.on_stale))
+                               : "",
                            policy.strict ? ", strict" : "",
                            policy.require_token ? ", require_token" : "",
                            AutoProtectEnabled()
