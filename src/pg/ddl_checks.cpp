@@ -502,8 +502,9 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
 
 // CREATE TABLE ... (LIKE fenced ...): LIKE copies columns, not the policy.
 // Said in a NOTICE for each fenced source the caller may read whose policy
-// is not what a new table gets anyway (row scope, error, not strict, no
-// require_token).
+// is not what a new table gets anyway (row scope, on_stale error, not
+// strict; require_token is the installed version's default either way for
+// tables fenced from 1.4 on, and shown in the DETAIL).
 void CheckCreateLike(CreateStmt *stmt) {
     ListCell *lc;
     foreach (lc, stmt->tableElts) {
@@ -516,8 +517,7 @@ void CheckCreateLike(CreateStmt *stmt) {
             pg_class_aclcheck(source, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
             !FencedPolicy(source, &policy))
             continue;
-        if (policy.scope == Scope::kRow && policy.on_stale == OnStale::kError && !policy.strict &&
-            !policy.require_token)
+        if (policy.scope == Scope::kRow && policy.on_stale == OnStale::kError && !policy.strict)
             continue;
         ereport(NOTICE,
                 (errmsg("table \"%s\" takes the columns of fenced table %s, not its fencing "
