@@ -44,3 +44,11 @@ COMMENT ON FUNCTION @extschema@.fencing_allow_unfenced(pg_catalog.regclass, pg_c
 -- Smaller DDL cases: the token column dropped, long row keys, temporary
 -- tables, CREATE TABLE ... LIKE.
 ----------------------------------------------------------------------------
+
+-- CREATE TABLE ... (LIKE fenced ...) copies columns, never a fencing policy:
+-- fencing.ddl_check_start() says so in a NOTICE when a LIKE source is fenced
+-- (it reads the parse tree, which only ddl_command_start shows). The same
+-- function as for ALTER TABLE and ALTER TYPE; EXECUTE stays revoked.
+CREATE EVENT TRIGGER fencing_ddl_check_create ON ddl_command_start
+    WHEN TAG IN ('CREATE TABLE')
+    EXECUTE FUNCTION fencing.ddl_check_start();

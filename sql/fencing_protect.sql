@@ -319,10 +319,14 @@ SELECT table_name, token_column FROM fencing_protected WHERE table_name = 'later
 INSERT INTO later_renamed VALUES (1, 5);
 UPDATE later_renamed SET epoch = 4;
 \echo :LAST_ERROR_SQLSTATE
--- Dropping the token column removes the protection cleanly.
+-- Dropping the token column is refused while rows carry tokens
+-- (fencing_smaller.sql); once none does, it removes the protection cleanly.
+ALTER TABLE later_renamed DROP COLUMN epoch;
+\echo :LAST_ERROR_SQLSTATE
+BEGIN; SET LOCAL fencing.token = 6; DELETE FROM later_renamed; COMMIT;
 ALTER TABLE later_renamed DROP COLUMN epoch;
 SELECT count(*) FROM fencing_protected WHERE table_name = 'later_renamed'::regclass;
-UPDATE later_renamed SET id = 2;
+INSERT INTO later_renamed VALUES (1);
 
 -- Changing the token column's type is refused (1.1; fencing_ddl.sql): the
 -- table stays fenced and the INSERT below is an ordinary fenced write.

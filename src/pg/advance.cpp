@@ -116,6 +116,9 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
         return advanced;
     // No row: the key's tombstone, which an INSERT of the key is judged by.
     Datum key = TombstoneKey(k.pk.natts, k.types, k.values);
+    Relation keyrel = table_open(relid, AccessShareLock);
+    RequireTombstoneKeyFits(keyrel, relid, key, false);
+    table_close(keyrel, AccessShareLock);
     InternalSession session;
     BeginInternal(&session);
     RaiseTombstone(relid, key, token);

@@ -8,6 +8,7 @@
 #include "pg/boundary.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/guard_install.hpp"
+#include "pg/guc.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 
@@ -16,6 +17,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -25,6 +27,8 @@ extern "C" {
 #include "commands/tablecmds.h"
 #include "storage/lmgr.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "utils/snapmgr.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
 #include "parser/parse_type.h"
@@ -184,6 +188,68 @@ bool TypeMentions(Oid type, Oid enum_type, int depth) {
 
 // --- ddl_command_start ---------------------------------------------------
 
+// Whether any row of rel (a table, locked) has a non-NULL value in column
+// attnum, read with the latest snapshot.
+bool AnyRowHasValue(Oid rel, AttrNumber attnum) {
+    Relation r = table_open(rel, NoLock);
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = table_beginscan(r, snapshot, 0, nullptr);
+    TupleTableSlot *slot = table_slot_create(r, nullptr);
+    bool found = false;
+    while (!found && table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        CHECK_FOR_INTERRUPTS();
+        bool isnull;
+        slot_getattr(slot, attnum, &isnull);
+        found = !isnull;
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    table_close(r, NoLock);
+    return found;
+}
+
+// DROP COLUMN of the token column of fenced relation rel. With the column
+// gone the table is no longer fenced, and a fencing_token column added again
+// fences it from scratch in row scope: the rows' tokens (their HWMs in row
+// scope) and a table HWM would no longer count. Refused while they exist.
+void CheckTokenColumnDrop(Oid named, Oid rel, const Policy &p, const char *column) {
+    // The locks DROP COLUMN takes anyway, taken now: no writer is in flight
+    // while the rows are read, and none comes before the column is gone.
+    LockRelationOid(named, AccessExclusiveLock);
+    LockRelationOid(rel, AccessExclusiveLock);
+    const char *why = nullptr;
+    if (AnyRowHasValue(rel, p.token_attnum)) {
+        why = "its rows carry tokens";
+    } else if (p.scope == Scope::kTable) {
+        InternalSession access;
+        BeginInternal(&access);
+        Datum relid = ObjectIdGetDatum(p.home_relid);
+        bool has_table, has_tombstone;
+        Token table_hwm, tomb_hwm;
+        MaxStoredHwms(PointerGetDatum(construct_array(&relid, 1, OIDOID, sizeof(Oid), true, 'i')),
+                      &has_table, &table_hwm, &has_tombstone, &tomb_hwm);
+        EndInternal(&access);
+        if (has_table)
+            why = "it has a table high-water mark";
+    }
+    if (why == nullptr)
+        return;
+    const char *home = RelName(p.home_relid);
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+         errmsg("cannot drop the token column \"%s\" of fenced table %s: %s", column, home, why),
+         errdetail("Without its token column %s is no longer fenced, and a fencing_token "
+                   "column added again fences it from scratch in row scope: the tokens "
+                   "and high-water marks it has now would no longer count, and a stale "
+                   "writer's lower token would be accepted.",
+                   home),
+         errhint("Keep the column. If %s really is to stop being fenced, call "
+                 "fencing_unprotect(%s) first, then drop the column.",
+                 home, quote_literal_cstr(home))));
+}
+
 // C9, C13, M19: a subcommand of ALTER TABLE on fenced relation rel.
 void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd) {
     bool row = p.scope == Scope::kRow;
@@ -191,6 +257,8 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
     if (cmd->name != nullptr &&
         (cmd->subtype == AT_AlterColumnType || cmd->subtype == AT_DropColumn))
         attnum = get_attnum(rel, cmd->name);
+    if (cmd->subtype == AT_DropColumn && attnum > 0 && attnum == p.token_attnum)
+        CheckTokenColumnDrop(named, rel, p, cmd->name);
     const char *home = RelName(p.home_relid);
     if (cmd->subtype == AT_AlterColumnType && attnum > 0 &&
         (attnum == p.token_attnum || (p.scope == Scope::kResource && attnum == p.resource_attnum)))
@@ -432,6 +500,48 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     }
 }
 
+// CREATE TABLE ... (LIKE fenced ...): LIKE copies columns, not the policy.
+// Said in a NOTICE for each fenced source the caller may read whose policy
+// is not what a new table gets anyway (row scope, on_stale error, not
+// strict; require_token is the installed version's default either way for
+// tables fenced from 1.4 on, and shown in the DETAIL).
+void CheckCreateLike(CreateStmt *stmt) {
+    ListCell *lc;
+    foreach (lc, stmt->tableElts) {
+        if (!IsA(lfirst(lc), TableLikeClause))
+            continue;
+        auto *like = castNode(TableLikeClause, lfirst(lc));
+        Oid source = RangeVarGetRelid(like->relation, NoLock, true);
+        Policy policy;
+        if (!OidIsValid(source) ||
+            pg_class_aclcheck(source, GetUserId(), ACL_SELECT) != ACLCHECK_OK ||
+            !FencedPolicy(source, &policy))
+            continue;
+        if (policy.scope == Scope::kRow && policy.on_stale == OnStale::kError && !policy.strict)
+            continue;
+        ereport(NOTICE,
+                (errmsg("table \"%s\" takes the columns of fenced table %s, not its fencing "
+                        "policy",
+                        stmt->relation->relname, RelName(source)),
+                 errdetail("%s is fenced in %s scope%s%s%s. LIKE copies columns (and what its "
+                           "INCLUDING options name), never a policy: %s",
+                           RelName(policy.home_relid), ScopeName(policy.scope),
+                           policy.on_stale != OnStale::kError
+                               ? psprintf(", on_stale %s", OnStaleName(policy.on_stale))
+                               : "",
+                           policy.strict ? ", strict" : "",
+                           policy.require_token ? ", require_token" : "",
+                           AutoProtectEnabled()
+                               ? "like any new table with one fencing_token column, the new "
+                                 "table is fenced on its own, in row scope with the defaults "
+                                 "(fencing.auto_protect)."
+                               : "with fencing.auto_protect off, the new table is not fenced."),
+                 errhint("To fence it as %s is, call fencing_protect() on it with that "
+                         "policy's arguments.",
+                         RelName(policy.home_relid))));
+    }
+}
+
 }  // namespace
 
 void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
@@ -531,7 +641,8 @@ void CheckAfterTableDdl(Oid relid) {
 
 using namespace fencing::pg;
 
-// The ddl_command_start event trigger (fencing 1.1): ALTER TABLE, ALTER TYPE.
+// The ddl_command_start event triggers: ALTER TABLE, ALTER TYPE
+// (fencing_ddl_check_start) and CREATE TABLE (fencing_ddl_check_create).
 FENCING_FUNCTION(fencing_ddl_check_start) {
     if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -542,5 +653,7 @@ FENCING_FUNCTION(fencing_ddl_check_start) {
         CheckAlterTable(castNode(AlterTableStmt, tree));
     else if (IsA(tree, AlterEnumStmt))
         CheckAlterEnum(castNode(AlterEnumStmt, tree));
+    else if (IsA(tree, CreateStmt))
+        CheckCreateLike(castNode(CreateStmt, tree));
     PG_RETURN_NULL();
 }

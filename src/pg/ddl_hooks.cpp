@@ -11,6 +11,7 @@
 #include "pg/relation_args.hpp"
 #include "pg/token_type.hpp"
 #include "pg/tombstone_key.hpp"
+#include "pg/tombstones.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -45,10 +46,23 @@ void OnTableDdl(Oid relid) {
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
         return;
     // Temporary tables are never fenced: their drop at session end fires no
-    // event trigger, so policy rows would outlive them. Nor are the
-    // extension's own tables.
-    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP ||
-        get_rel_namespace(relid) == get_namespace_oid("fencing", true))
+    // event trigger, so policy rows would outlive them. One with a
+    // fencing_token column is said to be unfenced (it would otherwise be
+    // fenced automatically). Nor are the extension's own tables fenced.
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP) {
+        char token[NAMEDATALEN];
+        if (AutoProtectEnabled() && TokenColumns(relid, token) > 0)
+            ereport(
+                NOTICE,
+                (errmsg("temporary table %s is not fenced", quote_identifier(get_rel_name(relid))),
+                 errdetail("Temporary tables are never fenced: writes to it are not judged "
+                           "by any token, and its fencing_token column \"%s\" is an "
+                           "ordinary column.",
+                           token),
+                 errhint("Use a regular table for rows whose writes must be fenced.")));
+        return;
+    }
+    if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
         return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
@@ -114,6 +128,7 @@ void OnTableDdl(Oid relid) {
     row.require_token = RequireTokenByDefault();
     row.resource_namespace = pstrdup("");
     RequireCanonicalRowKeyOf(relid);
+    RequireTombstoneKeysFitRows(relid);
     WriteProtectedRow(row);
 }
 

@@ -13,6 +13,7 @@
 #include "pg/row_key.hpp"
 #include "pg/token_type.hpp"
 #include "pg/tombstone_key.hpp"
+#include "pg/tombstones.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
@@ -47,7 +48,8 @@ void RequireTable(Oid relid) {
         ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                         errmsg("cannot fence temporary table %s", RelName(relid)),
                         errdetail("A temporary table is private to one session and vanishes "
-                                  "with it; there is no other writer to fence out.")));
+                                  "with it; there is no other writer to fence out."),
+                        errhint("Fence a regular table; temporary tables are never fenced.")));
 }
 
 char *TextArg(FunctionCallInfo fcinfo, int n, const char *fallback) {
@@ -161,8 +163,10 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
-    if (row.scope == Scope::kRow)
+    if (row.scope == Scope::kRow) {
         RequireCanonicalRowKeyOf(relid);  // InstallGuard checks again, for each leaf
+        RequireTombstoneKeysFitRows(relid);
+    }
     RequireFenceable(relid, token_attnum,
                      row.scope == Scope::kResource ? get_attnum(relid, row.resource_column) : 0,
                      row.scope == Scope::kRow);

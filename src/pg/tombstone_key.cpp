@@ -8,8 +8,12 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/itup.h"
+#include "access/nbtree.h"
 #include "access/stratnum.h"
 #include "access/table.h"
+#include "access/heaptoast.h"
+#include "access/toast_internals.h"
 #include "catalog/dependency.h"
 #include "catalog/pg_enum.h"
 #include "catalog/pg_index.h"
@@ -20,6 +24,7 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/numeric.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -335,6 +340,44 @@ void RequireCanonicalRowKeyCached(Relation rel) {
     RequireCanonicalRowKey(rel);
     if (invalidations == before)
         checked_relid = RelationGetRelid(rel);
+}
+
+// BTMaxItemSize() of a B-tree page of this build's block size.
+constexpr Size kTombstoneIndexTupleLimit = MAXALIGN_DOWN(
+    (BLCKSZ -
+     MAXALIGN(SizeOfPageHeaderData + 3 * sizeof(ItemIdData) + 3 * sizeof(ItemPointerData)) -
+     MAXALIGN(sizeof(BTPageOpaqueData))) /
+    3);
+
+Size TombstoneIndexTupleLimit() {
+    return kTombstoneIndexTupleLimit;
+}
+
+Size TombstoneIndexTupleSize(Oid home_relid, Datum key, bool compressed) {
+    // As index_form_tuple() builds the entry of row_tombstone's primary key
+    // (relid, key): a key datum above TOAST_INDEX_TARGET is compressed with
+    // the session's default_toast_compression if that makes it smaller.
+    static TupleDesc desc = nullptr;
+    if (desc == nullptr) {
+        MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+        TupleDesc d = CreateTemplateTupleDesc(2);
+        TupleDescInitEntry(d, 1, "relid", REGCLASSOID, -1, 0);
+        TupleDescInitEntry(d, 2, "key", TEXTARRAYOID, -1, 1);
+        MemoryContextSwitchTo(old);
+        desc = d;
+    }
+    Datum values[2] = {ObjectIdGetDatum(home_relid), key};
+    bool nulls[2] = {false, false};
+    Datum packed = 0;
+    if (compressed && VARSIZE_ANY(DatumGetPointer(key)) > TOAST_INDEX_TARGET) {
+        packed = toast_compress_datum(key, InvalidCompressionMethod);
+        if (DatumGetPointer(packed) != nullptr)
+            values[1] = packed;
+    }
+    Size size = MAXALIGN(IndexInfoFindDataOffset(0) + heap_compute_data_size(desc, values, nulls));
+    if (DatumGetPointer(packed) != nullptr)
+        pfree(DatumGetPointer(packed));
+    return size;
 }
 
 Datum TombstoneKey(int natts, const Oid *types, const Datum *values) {

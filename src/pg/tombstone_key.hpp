@@ -40,4 +40,12 @@ void RequireCanonicalRowKeyCached(Relation rel);
 // canonical form.
 Datum TombstoneKey(int natts, const Oid *types, const Datum *values);
 
+// The size of the entry a tombstone key takes in fencing.row_tombstone's
+// primary key (relid, key): as the B-tree would store it now (compressed:
+// compressed with default_toast_compression when that makes it smaller), or
+// at most, whatever the setting (not compressed); and the most a B-tree entry
+// may take (BTMaxItemSize): a larger one cannot be stored.
+Size TombstoneIndexTupleSize(Oid home_relid, Datum key, bool compressed);
+Size TombstoneIndexTupleLimit();
+
 }  // namespace fencing::pg

@@ -5,6 +5,7 @@
 
 #include "pg/hwm_store.hpp"
 #include "pg/internal_access.hpp"
+#include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 #include "pg/tombstone_key.hpp"
 
@@ -17,19 +18,89 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 }
 
 namespace fencing::pg {
 
+void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed) {
+    Size size = TombstoneIndexTupleSize(home_relid, key, compressed);
+    Size limit = TombstoneIndexTupleLimit();
+    if (size <= limit)
+        return;
+    StringInfoData columns;
+    initStringInfo(&columns);
+    PrimaryKey pk;
+    if (GetPrimaryKey(rel, &pk))
+        for (int i = 0; i < pk.natts; ++i)
+            appendStringInfo(
+                &columns, "%s%s", i > 0 ? ", " : "",
+                quote_identifier(
+                    NameStr(TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attname)));
+    ereport(ERROR,
+            (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+             errmsg("primary key (%s) of table %s is too long for a fencing tombstone",
+                    columns.data, RelName(home_relid)),
+             errdetail("A deleted row of a table fenced in row scope leaves a tombstone under its "
+                       "primary key, in the hex of the key columns' binary form: this key %s "
+                       "%zu bytes in fencing.row_tombstone's index, which holds at most %zu "
+                       "(about %zu bytes of key data).",
+                       compressed ? "would take" : "can take", size, limit, (limit - 40) / 2),
+             errhint("Use a shorter primary key (a surrogate or a hash of the long value), or "
+                     "protect the table with scope => 'table' or 'resource'. A row already "
+                     "stored with such a key can only be deleted once the table is "
+                     "unprotected (fencing_unprotect()).")));
+}
+
+void RequireTombstoneKeysFitRows(Oid relid) {
+    List *rels = find_all_inheritors(relid, AccessShareLock, nullptr);
+    ListCell *lc;
+    foreach (lc, rels) {
+        if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+            continue;
+        Relation rel = table_open(lfirst_oid(lc), NoLock);  // locked by find_all_inheritors
+        PrimaryKey pk;
+        // Only a key with a column of variable width can grow that long.
+        bool variable = false;
+        if (GetPrimaryKey(rel, &pk))
+            for (int i = 0; i < pk.natts; ++i)
+                variable |= TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attlen < 0;
+        if (variable) {
+            Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+            TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+            TupleTableSlot *slot = table_slot_create(rel, nullptr);
+            MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "fencing key check",
+                                                          ALLOCSET_DEFAULT_SIZES);
+            while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+                CHECK_FOR_INTERRUPTS();
+                MemoryContext old = MemoryContextSwitchTo(per_row);
+                Datum key;
+                if (RowKeyOf(rel, ExecFetchSlotHeapTuple(slot, false, nullptr), &key))
+                    RequireTombstoneKeyFits(rel, relid, key, false);
+                MemoryContextSwitchTo(old);
+                MemoryContextReset(per_row);
+            }
+            ExecDropSingleTupleTableSlot(slot);
+            table_endscan(scan);
+            UnregisterSnapshot(snapshot);
+            MemoryContextDelete(per_row);
+        }
+        table_close(rel, NoLock);
+    }
+}
+
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
     RequireCanonicalRowKeyCached(rel);
     Datum key;
     if (!RowKeyOf(rel, new_row, &key))
         return false;
+    // A key that might not leave its tombstone is refused on the way in.
+    RequireTombstoneKeyFits(rel, home_relid, key, false);
     return ReadTombstone(home_relid, key, hwm);
 }
 
@@ -96,6 +167,7 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     Datum key;
     if (!RowKeyOf(rel, old_row, &key))
         return;
+    RequireTombstoneKeyFits(rel, home_relid, key, true);
     InternalSession access;
     BeginInternal(&access);
     RaiseTombstone(home_relid, key, hwm);

@@ -33,6 +33,19 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values);
 // committed by it is seen: the rechecks after an INSERT or a key move.
 bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm);
 
+// Raises 54000, naming the table and its key columns, unless the tombstone
+// key fits fencing.row_tombstone's primary key (pg/tombstone_key.hpp):
+// compressed as it would be now (compressed), or whatever the compression
+// setting (not). Keys coming in must fit uncompressed, so that their
+// tombstone can always be left: the guard checks every key it reads a
+// tombstone for (INSERT, the new key of a key move), fencing_advance() the
+// key it raises, fencing_protect() and auto-protection every existing row
+// (RequireTombstoneKeysFitRows: a scan of relid, or of its leaf partitions,
+// when a key column is of variable width). Leaving a tombstone (DELETE,
+// TRUNCATE, the old key of a key move) needs it to fit as it is stored.
+void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed);
+void RequireTombstoneKeysFitRows(Oid relid);
+
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 
