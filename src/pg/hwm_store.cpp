@@ -608,16 +608,37 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *
     return settled;
 }
 
-// True when settled (verdict filled in); false when the row does not exist.
-// A raise holds the HWM lock in exclusive mode from before it locks the row
-// until its new row version exists: it waits for the writers admitted at the
-// HWM before it, and those that come later see the raise (SettledAtHwm).
+// Whether a raise may be written in place (simple_heap_update), which fires
+// no trigger: only while the HWM table has none. A trigger on it belongs to
+// someone else (the extension creates none there) and must see every raise:
+// pg_repack's log trigger, which replays the writes made during its copy into
+// the new heap before the swap (a raise it never saw would be lost), or an
+// audit trigger a DBA added. With one, the SPI path's UPDATE settles the
+// write, and fires it. rel must be locked in RowExclusiveLock by this
+// statement: a trigger is created under a lock that conflicts with it
+// (CREATE TRIGGER's ShareRowExclusiveLock, pg_repack's ACCESS EXCLUSIVE), so
+// it committed before the lock was granted and the relcache, which took its
+// invalidation when the lock was, shows it; and none can be created before
+// this transaction ends.
+bool WritesDirectly(Relation rel) {
+    return rel->trigdesc == nullptr;
+}
+
+// True when settled (verdict filled in); false when the row does not exist,
+// or when the SPI path must write it (WritesDirectly). A raise holds the HWM
+// lock in exclusive mode from before it locks the row until its new row
+// version exists: it waits for the writers admitted at the HWM before it, and
+// those that come later see the raise (SettledAtHwm).
 bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint *hint,
                          HwmVerdict *verdict) {
     const LOCKTAG *tag = h.tag;
     DirectAccess a;
     if (!OpenDirectHeap(h.direct, RowExclusiveLock, h.key, &a))
         return false;
+    if (!WritesDirectly(a.rel)) {
+        CloseDirect(&a);
+        return false;
+    }
     Relation rel = a.rel;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
@@ -757,7 +778,8 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
 }
 
 // Resource and table scope through the direct path. False when the SPI path
-// must settle it (a first write, or a table not of the direct path's shape).
+// must settle it (a first write, a table not of the direct path's shape, or
+// one with a trigger).
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
     // Nothing below touches seen_hwms, so the entry stays valid.
     SeenHwm *seen = FindSeen(h.tag);
@@ -778,12 +800,12 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
     return true;
 }
 
-// A raise through SPI (a first write, or an HWM table not of the direct
-// path's shape) holds the HWM lock exclusively, but not while waiting for
-// another raise of the row still in flight: its SPI statements would wait for
-// that raiser, whose transaction may ask for the lock again (a write at the
-// HWM it raised). So: lock, look for such a raiser (dirty snapshot), and if
-// there is one let go, wait for it, and start again.
+// A raise through SPI (a first write, or an HWM table not of the direct path's
+// shape or with a trigger) holds the HWM lock exclusively, but not while
+// waiting for another raise of the row still in flight: its SPI statements
+// would wait for that raiser, whose transaction may ask for the lock again (a
+// write at the HWM it raised). So: lock, look for such a raiser (dirty
+// snapshot), and if there is one let go, wait for it, and start again.
 void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
     DirectAccess a;
     if (!OpenDirectHeap(t, AccessShareLock, key, &a)) {
