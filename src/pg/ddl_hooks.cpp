@@ -14,9 +14,12 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -35,6 +38,18 @@ char *LiveAttName(Oid relid, AttrNumber attnum) {
     char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
     ReleaseSysCache(tup);
     return name;
+}
+
+// Whether relid lies in a schema of the pg_repack extension: its work
+// tables (repack.table_<oid>, the copy that is swapped into the original;
+// repack.log_<oid>) are not the user's tables. Auto-protecting the copy would
+// fence the replay of the original's changes with the wrong policy (row
+// scope, for a table fenced in resource or table scope) and without the
+// writers' tokens, and stop the repack.
+bool InRepackSchema(Oid relid) {
+    Oid repack = get_extension_oid("pg_repack", true);
+    return OidIsValid(repack) &&
+           getExtensionOfObject(NamespaceRelationId, get_rel_namespace(relid)) == repack;
 }
 
 // DDL hook, for one table created or altered by the current command.
@@ -93,7 +108,7 @@ void OnTableDdl(Oid relid) {
         SyncGuards(ancestor);
         return;
     }
-    if (!AutoProtectEnabled())
+    if (!AutoProtectEnabled() || InRepackSchema(relid))
         return;
     memset(&row, 0, sizeof(row));
     int n = TokenColumns(relid, row.token_column);

@@ -231,6 +231,10 @@ struct DirectTable {
     // is allowed besides the primary key, and reads go through it.
     const char *lookup_name = nullptr;
     Oid lookup = InvalidOid;
+    // Read paths only (nothing is written directly): any other index may be
+    // there too, which the SQL writes maintain (pg_repack --only-indexes and
+    // REINDEX CONCURRENTLY build one next to each index they rebuild).
+    bool read_only = false;
 };
 
 DirectTable resource_direct = {
@@ -239,10 +243,18 @@ DirectTable table_direct = {
     "table_hwm", 1,     {F_OIDEQ, InvalidOid}, {REGCLASSOID, InvalidOid}, 2, InvalidOid,
     InvalidOid,  {0, 0}};
 // No direct writes: tombstones are written through SQL (RaiseTombstone),
-// which maintains every index, so the lookup index may be there.
-DirectTable tombstone_direct = {
-    "row_tombstone", 2,      {F_OIDEQ, F_ARRAY_EQ}, {REGCLASSOID, TEXTARRAYOID}, 3, InvalidOid,
-    InvalidOid,      {0, 0}, "row_tombstone_lookup"};
+// which maintains every index, so the lookup index (and any other) may be there.
+DirectTable tombstone_direct = {"row_tombstone",
+                                2,
+                                {F_OIDEQ, F_ARRAY_EQ},
+                                {REGCLASSOID, TEXTARRAYOID},
+                                3,
+                                InvalidOid,
+                                InvalidOid,
+                                {0, 0},
+                                "row_tombstone_lookup",
+                                InvalidOid,
+                                true};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
@@ -316,14 +328,13 @@ bool ResolveDirectTable(DirectTable *t) {
     // The direct path maintains the primary key index only, and assumes the
     // heap access method: anything else (an index someone added, another
     // access method) takes the SPI path, which maintains every index.
-    // A read-only table (tombstone_direct) may also have its lookup index.
+    // A read-only table (tombstone_direct) may have any other index, its
+    // lookup index among them.
     List *indexes = RelationGetIndexList(rel);
     Oid lookup = t->lookup_name != nullptr ? get_relname_relid(t->lookup_name, nsp) : InvalidOid;
     int others = list_length(indexes) - 1;
     bool has_lookup = OidIsValid(lookup) && list_member_oid(indexes, lookup);
-    if (has_lookup)
-        --others;
-    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && others == 0;
+    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && (others == 0 || t->read_only);
     // The scan keys (key_eq, in index column order) and the HWM read assume
     // the columns of the extension's CREATE TABLE: a primary key rebuilt on
     // other columns, in another order or over retyped ones (a superuser's
