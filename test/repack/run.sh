@@ -110,13 +110,23 @@ stale_write() {
     echo "${state:-accepted}"
 }
 
+# raise_kept HWM_TABLE USER_TABLE HWM_QUERY ID: a raise to 200 of USER_TABLE's
+# HWM (its row 1) during a repack of HWM_TABLE is kept: read back, and a write
+# and a fenced_update (row ID) with 199 refused.
+raise_row1() { q "BEGIN; SET LOCAL fencing.token = 200; UPDATE $RAISED SET v = v + 1 WHERE id = 1; COMMIT" >/dev/null; }
+raise_kept() {
+    local hwm_table=$1 table=$2 hwm=$3 id=$4
+    RAISED=$table
+    stretched_repack "pg_repack -t fencing.$hwm_table" raise_row1 -t "fencing.$hwm_table"
+    check "$hwm_table repacked: the HWM read back is the raise" 200 "$(q "SELECT $hwm")"
+    check "$hwm_table repacked: a write with 199 is refused" TF001 \
+        "$(stale_write 199 "UPDATE $table SET v = -1 WHERE id = $id")"
+    check "$hwm_table repacked: fenced_update with 199 returns 0" 0 \
+        "$(q "SELECT fenced_update('$table', 199, '{\"id\": $id}', '{\"v\": -1}')")"
+}
+
 # ------------------------------------------------------------ 1. table_hwm
-raise_table() { q "BEGIN; SET LOCAL fencing.token = 200; UPDATE tt SET v = v + 1 WHERE id = 1; COMMIT" >/dev/null; }
-stretched_repack "pg_repack -t fencing.table_hwm" raise_table -t fencing.table_hwm
-check "table_hwm repacked: the table HWM read back is the raise" 200 "$(q "SELECT fencing_high_water('tt')")"
-check "table_hwm repacked: a write with 199 is refused" TF001 "$(stale_write 199 "UPDATE tt SET v = -1 WHERE id = 2")"
-check "table_hwm repacked: fenced_update with 199 returns 0" 0 \
-    "$(q "SELECT fenced_update('tt', 199, '{\"id\": 3}', '{\"v\": -1}')")"
+raise_kept table_hwm tt "fencing_high_water('tt')" 3
 
 # Strict raise (fencing_advance) during a repack of table_hwm.
 advance_table() { q "SELECT fencing_advance('tt', 300)" >/dev/null; }
@@ -125,12 +135,7 @@ check "table_hwm repacked: the table HWM read back is the advance" 300 "$(q "SEL
 check "table_hwm repacked: a write with 299 is refused" TF001 "$(stale_write 299 "UPDATE tt SET v = -1 WHERE id = 2")"
 
 # --------------------------------------------------------- 2. resource_hwm
-raise_resource() { q "BEGIN; SET LOCAL fencing.token = 200; UPDATE rs SET v = v + 1 WHERE id = 1; COMMIT" >/dev/null; }
-stretched_repack "pg_repack -t fencing.resource_hwm" raise_resource -t fencing.resource_hwm
-check "resource_hwm repacked: the resource HWM read back is the raise" 200 "$(q "SELECT fencing_resource_high_water('a')")"
-check "resource_hwm repacked: a write with 199 is refused" TF001 "$(stale_write 199 "UPDATE rs SET v = -1 WHERE id = 3")"
-check "resource_hwm repacked: fenced_update with 199 returns 0" 0 \
-    "$(q "SELECT fenced_update('rs', 199, '{\"id\": 11}', '{\"v\": -1}')")"
+raise_kept resource_hwm rs "fencing_resource_high_water('a')" 11
 check "resource_hwm repacked: shard b kept its HWM" 100 "$(q "SELECT fencing_resource_high_water('b')")"
 
 # A first write of a new resource during the copy (the INSERT ... ON CONFLICT path).
