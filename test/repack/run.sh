@@ -22,6 +22,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
 source test/lib/checks.sh
+# pg_repack from the same installation as the server (its client and its
+# extension must be the same version).
+PATH=$(pg_config --bindir):$PATH
 
 WORK=$(mktemp -d /tmp/fencing-repack.XXXXXX)
 chmod 755 "$WORK"
