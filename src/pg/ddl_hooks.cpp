@@ -41,11 +41,13 @@ char *LiveAttName(Oid relid, AttrNumber attnum) {
 }
 
 // Whether relid lies in a schema of the pg_repack extension: its work
-// tables (repack.table_<oid>, the copy that is swapped into the original;
-// repack.log_<oid>) are not the user's tables. Auto-protecting the copy would
-// fence the replay of the original's changes with the wrong policy (row
-// scope, for a table fenced in resource or table scope) and without the
-// writers' tokens, and stop the repack.
+// tables (repack.table_<oid>, the copy whose files are swapped into the
+// original's; repack.log_<oid>) are not the user's tables, and the original
+// stays fenced. Auto-protecting the copy would fence the replay of the
+// original's changes, which carry no token (a replayed DELETE under
+// require_token is TF002), with the wrong policy (row scope, for a table
+// fenced in resource or table scope): it would stop the repack. Only new
+// tables get here: a table already protected keeps its policy in any schema.
 bool InRepackSchema(Oid relid) {
     Oid repack = get_extension_oid("pg_repack", true);
     return OidIsValid(repack) &&
