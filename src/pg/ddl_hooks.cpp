@@ -15,9 +15,12 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "commands/trigger.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -36,6 +39,20 @@ char *LiveAttName(Oid relid, AttrNumber attnum) {
     char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
     ReleaseSysCache(tup);
     return name;
+}
+
+// Whether relid lies in a schema of the pg_repack extension: its work
+// tables (repack.table_<oid>, the copy whose files are swapped into the
+// original's; repack.log_<oid>) are not the user's tables, and the original
+// stays fenced. Auto-protecting the copy would fence the replay of the
+// original's changes, which carry no token (a replayed DELETE under
+// require_token is TF002), with the wrong policy (row scope, for a table
+// fenced in resource or table scope): it would stop the repack. Only new
+// tables get here: a table already protected keeps its policy in any schema.
+bool InRepackSchema(Oid relid) {
+    Oid repack = get_extension_oid("pg_repack", true);
+    return OidIsValid(repack) &&
+           getExtensionOfObject(NamespaceRelationId, get_rel_namespace(relid)) == repack;
 }
 
 // DDL hook, for one table created or altered by the current command.
@@ -107,7 +124,7 @@ void OnTableDdl(Oid relid) {
         SyncGuards(ancestor);
         return;
     }
-    if (!AutoProtectEnabled())
+    if (!AutoProtectEnabled() || InRepackSchema(relid))
         return;
     memset(&row, 0, sizeof(row));
     int n = TokenColumns(relid, row.token_column);

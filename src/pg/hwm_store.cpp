@@ -231,6 +231,10 @@ struct DirectTable {
     // is allowed besides the primary key, and reads go through it.
     const char *lookup_name = nullptr;
     Oid lookup = InvalidOid;
+    // Read paths only (nothing is written directly): any other index may be
+    // there too, which the SQL writes maintain (pg_repack --only-indexes and
+    // REINDEX CONCURRENTLY build one next to each index they rebuild).
+    bool read_only = false;
 };
 
 DirectTable resource_direct = {
@@ -239,10 +243,18 @@ DirectTable table_direct = {
     "table_hwm", 1,     {F_OIDEQ, InvalidOid}, {REGCLASSOID, InvalidOid}, 2, InvalidOid,
     InvalidOid,  {0, 0}};
 // No direct writes: tombstones are written through SQL (RaiseTombstone),
-// which maintains every index, so the lookup index may be there.
-DirectTable tombstone_direct = {
-    "row_tombstone", 2,      {F_OIDEQ, F_ARRAY_EQ}, {REGCLASSOID, TEXTARRAYOID}, 3, InvalidOid,
-    InvalidOid,      {0, 0}, "row_tombstone_lookup"};
+// which maintains every index, so the lookup index (and any other) may be there.
+DirectTable tombstone_direct = {"row_tombstone",
+                                2,
+                                {F_OIDEQ, F_ARRAY_EQ},
+                                {REGCLASSOID, TEXTARRAYOID},
+                                3,
+                                InvalidOid,
+                                InvalidOid,
+                                {0, 0},
+                                "row_tombstone_lookup",
+                                InvalidOid,
+                                true};
 bool direct_callback_registered = false;
 
 void ForgetDirectTables(Datum, Oid relid) {
@@ -316,14 +328,13 @@ bool ResolveDirectTable(DirectTable *t) {
     // The direct path maintains the primary key index only, and assumes the
     // heap access method: anything else (an index someone added, another
     // access method) takes the SPI path, which maintains every index.
-    // A read-only table (tombstone_direct) may also have its lookup index.
+    // A read-only table (tombstone_direct) may have any other index, its
+    // lookup index among them.
     List *indexes = RelationGetIndexList(rel);
     Oid lookup = t->lookup_name != nullptr ? get_relname_relid(t->lookup_name, nsp) : InvalidOid;
     int others = list_length(indexes) - 1;
     bool has_lookup = OidIsValid(lookup) && list_member_oid(indexes, lookup);
-    if (has_lookup)
-        --others;
-    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && others == 0;
+    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && (others == 0 || t->read_only);
     // The scan keys (key_eq, in index column order) and the HWM read assume
     // the columns of the extension's CREATE TABLE: a primary key rebuilt on
     // other columns, in another order or over retyped ones (a superuser's
@@ -608,16 +619,37 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *
     return settled;
 }
 
-// True when settled (verdict filled in); false when the row does not exist.
-// A raise holds the HWM lock in exclusive mode from before it locks the row
-// until its new row version exists: it waits for the writers admitted at the
-// HWM before it, and those that come later see the raise (SettledAtHwm).
+// Whether a raise may be written in place (simple_heap_update), which fires
+// no trigger: only while the HWM table has none. A trigger on it belongs to
+// someone else (the extension creates none there) and must see every raise:
+// pg_repack's log trigger, which replays the writes made during its copy into
+// the new heap before the swap (a raise it never saw would be lost), or an
+// audit trigger a DBA added. With one, the SPI path's UPDATE settles the
+// write, and fires it. rel must be locked in RowExclusiveLock by this
+// statement: a trigger is created under a lock that conflicts with it
+// (CREATE TRIGGER's ShareRowExclusiveLock, pg_repack's ACCESS EXCLUSIVE), so
+// it committed before the lock was granted and the relcache, which took its
+// invalidation when the lock was, shows it; and none can be created before
+// this transaction ends.
+bool WritesDirectly(Relation rel) {
+    return rel->trigdesc == nullptr;
+}
+
+// True when settled (verdict filled in); false when the row does not exist,
+// or when the SPI path must write it (WritesDirectly). A raise holds the HWM
+// lock in exclusive mode from before it locks the row until its new row
+// version exists: it waits for the writers admitted at the HWM before it, and
+// those that come later see the raise (SettledAtHwm).
 bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint *hint,
                          HwmVerdict *verdict) {
     const LOCKTAG *tag = h.tag;
     DirectAccess a;
     if (!OpenDirectHeap(h.direct, RowExclusiveLock, h.key, &a))
         return false;
+    if (!WritesDirectly(a.rel)) {
+        CloseDirect(&a);
+        return false;
+    }
     Relation rel = a.rel;
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
@@ -757,7 +789,8 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
 }
 
 // Resource and table scope through the direct path. False when the SPI path
-// must settle it (a first write, or a table not of the direct path's shape).
+// must settle it (a first write, a table not of the direct path's shape, or
+// one with a trigger).
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
     // Nothing below touches seen_hwms, so the entry stays valid.
     SeenHwm *seen = FindSeen(h.tag);
@@ -778,12 +811,12 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
     return true;
 }
 
-// A raise through SPI (a first write, or an HWM table not of the direct
-// path's shape) holds the HWM lock exclusively, but not while waiting for
-// another raise of the row still in flight: its SPI statements would wait for
-// that raiser, whose transaction may ask for the lock again (a write at the
-// HWM it raised). So: lock, look for such a raiser (dirty snapshot), and if
-// there is one let go, wait for it, and start again.
+// A raise through SPI (a first write, or an HWM table not of the direct path's
+// shape or with a trigger) holds the HWM lock exclusively, but not while
+// waiting for another raise of the row still in flight: its SPI statements
+// would wait for that raiser, whose transaction may ask for the lock again (a
+// write at the HWM it raised). So: lock, look for such a raiser (dirty
+// snapshot), and if there is one let go, wait for it, and start again.
 void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
     DirectAccess a;
     if (!OpenDirectHeap(t, AccessShareLock, key, &a)) {
