@@ -113,6 +113,10 @@ DECLARE
     pub pg_catalog.pg_publication;
     missing pg_catalog.text;
 BEGIN
+    IF publication IS NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'null_value_not_allowed',
+            MESSAGE = 'publication must not be NULL';
+    END IF;
     SELECT * INTO pub FROM pg_catalog.pg_publication p
      WHERE p.pubname OPERATOR(pg_catalog.=) publication;
     IF NOT FOUND THEN
