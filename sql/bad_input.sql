@@ -527,7 +527,17 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing_stats_reset()', 'no preload', $$SELECT fencing_stats_reset() IS NULL$$),
 ('GUC fencing.track_stats', 'junk', $$SELECT set_config('fencing.track_stats', 'sometimes', true)$$),
 ('GUC fencing.log_rejections', 'junk', $$SELECT set_config('fencing.log_rejections', '2', true)$$),
-('GUC fencing.stats_max', 'at run time', $$SELECT set_config('fencing.stats_max', '10', true)$$);
+('GUC fencing.stats_max', 'at run time', $$SELECT set_config('fencing.stats_max', '10', true)$$),
+-- Logical replication
+('fencing_publish(name)', 'NULL', $$SELECT count(*) FROM fencing_publish(NULL)$$),
+('fencing_publish(name)', 'no such publication', $$SELECT count(*) FROM fencing_publish('bi_nopub')$$),
+('fencing_publish(name)', '10 MB', $$SELECT count(*) FROM bi_big, fencing_publish(s10mb::name)$$),
+('fencing_publish(name)', 'unicode', $$SELECT count(*) FROM fencing_publish('"ünïcødé" pub')$$),
+('fencing_publish(name)', 'wrong type', $$SELECT count(*) FROM fencing_publish(42)$$),
+('fencing_check_subscription()', 'an argument', $$SELECT count(*) FROM fencing_check_subscription(true)$$),
+('fencing_check_subscription()', 'no subscription', $$SELECT count(*) FROM fencing_check_subscription()$$),
+('fencing.replica_keep_highest()', 'called directly', $$SELECT fencing.replica_keep_highest()$$),
+('fencing.replicated_state()', 'called directly', $$SELECT count(*) FROM fencing.replicated_state()$$);
 
 -- Run the catalogue: each case in its own subtransaction.
 CREATE TABLE outcome AS

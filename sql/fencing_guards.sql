@@ -32,6 +32,10 @@ ALTER TRIGGER :"recheck" ON acct RENAME TO aaa_recheck;
 ALTER TABLE acct DISABLE TRIGGER :"guard";
 ALTER TABLE acct DISABLE TRIGGER USER;
 ALTER TABLE acct ENABLE REPLICA TRIGGER :"guard";
+-- ENABLE ALWAYS: refused, and the message says what is true of apply.
+\set VERBOSITY default
+ALTER TABLE acct ENABLE ALWAYS TRIGGER :"guard";
+\set VERBOSITY terse
 CREATE FUNCTION g.noop() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
 CREATE OR REPLACE TRIGGER :"guard" BEFORE UPDATE ON acct
     FOR EACH ROW EXECUTE FUNCTION g.noop();

@@ -302,9 +302,29 @@ bool RepairGuards(Oid relid) {
     ereport(ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
              errmsg("cannot %s the fencing guard of table %s", what, RelName(relid)),
-             errdetail("Writes to a table listed in fencing_protected are always fenced."),
+             errdetail("Every write a session of this server makes to a table listed in "
+                       "fencing_protected is fenced."),
              errhint("fencing_unprotect() stops fencing the table. To disable other triggers, "
                      "name them.")));
+}
+
+// The guard fires in origin mode only: for this server's sessions, not for
+// logical replication's apply (session_replication_role = replica), which
+// replays writes its publisher has fenced, with the publisher's fencing state
+// in the same transactions.
+[[noreturn]] void RefuseGuardFiringMode(const char *mode, Oid relid) {
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("cannot make the fencing guard of table %s ENABLE %s", RelName(relid), mode),
+             errdetail("The guard fences the writes of this server's sessions. Logical "
+                       "replication's apply does not fire it: it replays writes the publisher "
+                       "has already fenced, and the publisher's HWMs arrive in the same "
+                       "transactions. ENABLE REPLICA would leave this server's own writes "
+                       "unfenced; ENABLE ALWAYS would judge the publisher's accepted writes again "
+                       "against this server's state and stall the subscription on the first one "
+                       "it refuses."),
+             errhint("To replicate a fenced table, publish the extension's state with it: "
+                     "fencing_publish() (docs/logical-replication.md).")));
 }
 
 const TriggerInfo *FindTrigger(TriggerInfo *triggers, int n, const char *name) {
@@ -443,10 +463,12 @@ void BeforeAlterTable(AlterTableStmt *stmt, const FencingFunctions &fns) {
                 TriggerInfo *triggers;
                 int n = ReadTriggers(relid, &triggers);
                 const TriggerInfo *t = FindTrigger(triggers, n, cmd->name);
-                if (t != nullptr && IsFencingFunction(fns, t->fn))
-                    RefuseGuardDdl(
-                        cmd->subtype == AT_DisableTrig ? "disable" : "set the firing mode of",
-                        relid);
+                if (t != nullptr && IsFencingFunction(fns, t->fn)) {
+                    if (cmd->subtype == AT_DisableTrig)
+                        RefuseGuardDdl("disable", relid);
+                    RefuseGuardFiringMode(
+                        cmd->subtype == AT_EnableAlwaysTrig ? "ALWAYS" : "REPLICA", relid);
+                }
                 break;
             }
             default:

@@ -104,6 +104,12 @@ sub check_state
 		'0', "$label: no internal fencing trigger left");
 	is(query($node, $db, 'SELECT count(*) FROM fencing_verify_guards()'),
 		'0', "$label: fencing_verify_guards() finds nothing");
+	# From 1.4: logical apply only raises the state tables' HWMs and tokens.
+	my ($major, $minor) = split /\./, $version;
+	is(query($node, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname = 'replica_keep_highest' AND tgenabled = 'R'
+		AND tgrelid IN (SELECT to_regclass('fencing.' || t)
+		                  FROM unnest(ARRAY['resource_hwm', 'table_hwm', 'row_tombstone', 'lease']) t)}),
+		($major > 1 || $minor >= 4) ? '4' : '0', "$label: ENABLE REPLICA keep-highest triggers on the state tables");
 	return;
 }
 
