@@ -109,6 +109,7 @@ void OnTableDdl(Oid relid) {
     row.relid = relid;
     row.scope = Scope::kRow;
     row.on_stale = OnStale::kError;
+    row.require_token = true;  // fail closed: a write without a token is refused
     row.resource_namespace = pstrdup("");
     RequireCanonicalRowKeyOf(relid);
     WriteProtectedRow(row);

@@ -21,6 +21,7 @@
 #include "pg/stats.hpp"
 #include "pg/tombstones.hpp"
 #include "pg/token_type.hpp"
+#include "pg/unfenced.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -458,7 +459,7 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                  HomeTable(g)));
 
     if (offered.source == TokenSource::kNone) {
-        if (g.policy.require_token) {
+        if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
             CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
             ereport(ERROR,
                     (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
@@ -466,7 +467,10 @@ OfferedToken ResolveOffer(const GuardContext &g) {
                      errdetail("Neither fencing.token is set nor does the statement write the "
                                "token column %s.",
                                ColumnForCaller(g, attnum, "(not shown)")),
-                     errhint("SET LOCAL fencing.token, or use fenced_update()."), HomeTable(g)));
+                     errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
+                             "fenced_update(); the table's owner can allow unfenced writes for "
+                             "one transaction with fencing_allow_unfenced()."),
+                     HomeTable(g)));
         }
         if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
             ereport(ERROR,

@@ -3,6 +3,7 @@
 #include "pg/guc.hpp"
 #include "pg/pg.hpp"
 #include "pg/stats.hpp"
+#include "pg/unfenced.hpp"
 
 extern "C" {
 #include "utils/guc.h"
@@ -18,4 +19,5 @@ void _PG_init(void) {
     fencing::pg::DefineStatsSettings();
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
+    fencing::pg::RegisterUnfencedCallbacks();
 }

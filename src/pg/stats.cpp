@@ -293,6 +293,21 @@ void AppendQuoted(StringInfo buf, const char *value) {
     appendStringInfoChar(buf, '"');
 }
 
+// Ends a log line with who wrote it and writes it to the server log.
+void EmitLogLine(StringInfo line) {
+    appendStringInfoString(line, " application_name=");
+    AppendQuoted(line, application_name);
+    appendStringInfoString(line, " user=");
+    AppendQuoted(line, GetUserNameFromId(GetUserId(), true));
+    appendStringInfo(line, " pid=%d", MyProcPid);
+    // For the server log only: sent to a client (client_min_messages = log)
+    // it could fail to convert to the client's encoding and turn a skipped
+    // write into an error.
+    ereport(LOG_SERVER_ONLY,
+            (errmsg_internal("%s", line->data), errhidestmt(true), errhidecontext(true)));
+    pfree(line->data);
+}
+
 void LogStale(const WriteStatsTarget &t, bool skipped, const char *key, Token offered, Token hwm) {
     StringInfoData line;
     initStringInfo(&line);
@@ -302,18 +317,8 @@ void LogStale(const WriteStatsTarget &t, bool skipped, const char *key, Token of
     AppendQuoted(&line, t.name_space);
     appendStringInfoString(&line, " key=");
     AppendQuoted(&line, key);
-    appendStringInfo(
-        &line, " offered=" INT64_FORMAT " hwm=" INT64_FORMAT " application_name=", offered, hwm);
-    AppendQuoted(&line, application_name);
-    appendStringInfoString(&line, " user=");
-    AppendQuoted(&line, GetUserNameFromId(GetUserId(), true));
-    appendStringInfo(&line, " pid=%d", MyProcPid);
-    // For the server log only: sent to a client (client_min_messages = log)
-    // it could fail to convert to the client's encoding and turn a skipped
-    // write into an error.
-    ereport(LOG_SERVER_ONLY,
-            (errmsg_internal("%s", line.data), errhidestmt(true), errhidecontext(true)));
-    pfree(line.data);
+    appendStringInfo(&line, " offered=" INT64_FORMAT " hwm=" INT64_FORMAT, offered, hwm);
+    EmitLogLine(&line);
 }
 
 }  // namespace
@@ -337,6 +342,16 @@ void DefineStatsSettings() {
     shmem_request_hook = RequestSharedMemory;
     previous_startup_hook = shmem_startup_hook;
     shmem_startup_hook = StartSharedMemory;
+}
+
+void LogUnfencedAllowed(Oid relid, const char *reason) {
+    StringInfoData line;
+    initStringInfo(&line);
+    appendStringInfoString(&line, "fencing: unfenced writes allowed: table=");
+    AppendQuoted(&line, RelName(relid));
+    appendStringInfoString(&line, " reason=");
+    AppendQuoted(&line, reason);
+    EmitLogLine(&line);
 }
 
 bool StatsEnabled() {

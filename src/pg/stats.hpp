@@ -49,6 +49,10 @@ void CountStale(const WriteStatsTarget &target, bool skipped, const char *key, T
 // no longer counted as admitted (CountStale or CountWrite counts the refusal).
 void UncountWrite(const WriteStatsTarget &target, WriteOutcome outcome);
 
+// fencing_allow_unfenced() was called: one LOG line with the table, the
+// reason, the role and the backend (always written: the choice is audited).
+void LogUnfencedAllowed(Oid relid, const char *reason);
+
 // Whether counters are kept (preloaded and fencing.track_stats on).
 bool StatsEnabled();
 

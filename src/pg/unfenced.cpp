@@ -1,0 +1,162 @@
+// fencing_allow_unfenced(): see pg/unfenced.hpp.
+#include "pg/unfenced.hpp"
+
+#include "pg/boundary.hpp"
+#include "pg/internal_access.hpp"
+#include "pg/policy_store.hpp"
+#include "pg/relation_args.hpp"
+#include "pg/stats.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/partition.h"
+#include "miscadmin.h"
+#include "nodes/pg_list.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// One choice: the table named and the subtransaction that made it (after a
+// subtransaction commits, its parent).
+struct Allowance {
+    Oid relid;
+    SubTransactionId subid;
+};
+
+// The choices of the current transaction, in TopTransactionContext; NIL
+// between transactions.
+List *allowances = NIL;
+
+void OnXactEvent(XactEvent event, void *) {
+    switch (event) {
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_PARALLEL_COMMIT:
+        case XACT_EVENT_ABORT:
+        case XACT_EVENT_PARALLEL_ABORT:
+        case XACT_EVENT_PREPARE:
+            allowances = NIL;  // its memory goes with TopTransactionContext
+            break;
+        default:
+            break;
+    }
+}
+
+// A committed subtransaction's choices pass to its parent; an aborted one's
+// (and those of the subtransactions inside it, which started later and so
+// have higher ids) are dropped.
+void OnSubXactEvent(SubXactEvent event, SubTransactionId sub, SubTransactionId parent, void *) {
+    ListCell *lc;
+    if (event == SUBXACT_EVENT_COMMIT_SUB) {
+        foreach (lc, allowances) {
+            auto *a = static_cast<Allowance *>(lfirst(lc));
+            if (a->subid == sub)
+                a->subid = parent;
+        }
+    } else if (event == SUBXACT_EVENT_ABORT_SUB) {
+        foreach (lc, allowances) {
+            auto *a = static_cast<Allowance *>(lfirst(lc));
+            if (a->subid >= sub)
+                allowances = foreach_delete_current(allowances, lc);
+        }
+    }
+}
+
+bool Allowed(Oid relid) {
+    ListCell *lc;
+    foreach (lc, allowances) {
+        if (static_cast<Allowance *>(lfirst(lc))->relid == relid)
+            return true;
+    }
+    return false;
+}
+
+void RequireOwnerToAllow(Oid relid) {
+    if (!pg_class_ownercheck(relid, GetUserId()))
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("permission denied to allow unfenced writes to table %s", RelName(relid)),
+                 errdetail("Only the table's owner, a member of its owning role, or a superuser "
+                           "may open it to unfenced writes."),
+                 errhint("Ask the owner, or write with a token: SET LOCAL fencing.token inside "
+                         "BEGIN ... COMMIT.")));
+}
+
+Datum AllowUnfenced(FunctionCallInfo fcinfo) {
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
+    RequireOwnerToAllow(relid);
+    if (PG_ARGISNULL(1))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("reason must not be NULL")));
+    char *reason = text_to_cstring(PG_GETARG_TEXT_PP(1));
+    const char *p = reason;
+    while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') ++p;
+    if (*p == '\0')
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("reason must not be empty"),
+                 errdetail("Unfenced writes are logged with the reason given for them."),
+                 errhint("Say why the table is written without a token, e.g. "
+                         "'backfill of column x'.")));
+    // Ownership was checked above, as the caller.
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    bool fenced = ReadProtectedRow(relid, &row) || OidIsValid(ProtectedAncestor(relid));
+    EndInternal(&access);
+    if (!fenced)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("table %s is not fenced", RelName(relid)),
+                        errdetail("Writes to it are not checked, with or without a token.")));
+    if (!Allowed(relid)) {
+        MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+        auto *a = static_cast<Allowance *>(palloc(sizeof(Allowance)));
+        a->relid = relid;
+        a->subid = GetCurrentSubTransactionId();
+        allowances = lappend(allowances, a);
+        MemoryContextSwitchTo(old);
+    }
+    LogUnfencedAllowed(relid, reason);
+    ereport(NOTICE,
+            (errmsg("unfenced writes to table %s are allowed until the transaction ends",
+                    RelName(relid)),
+             errdetail("Writes that carry no token are admitted and counted as unfenced; writes "
+                       "that carry one are still fenced."),
+             IsTransactionBlock()
+                 ? 0
+                 : errhint("Outside a transaction block the transaction is this statement alone: "
+                           "run BEGIN first.")));
+    PG_RETURN_VOID();
+}
+
+}  // namespace
+
+void RegisterUnfencedCallbacks() {
+    RegisterXactCallback(OnXactEvent, nullptr);
+    RegisterSubXactCallback(OnSubXactEvent, nullptr);
+}
+
+bool UnfencedWritesAllowed(Relation rel, Oid home_relid) {
+    if (allowances == NIL)
+        return false;
+    Oid relid = RelationGetRelid(rel);
+    if (Allowed(home_relid) || Allowed(relid))
+        return true;
+    if (!rel->rd_rel->relispartition)
+        return false;
+    ListCell *lc;
+    foreach (lc, get_partition_ancestors(relid)) {
+        if (Allowed(lfirst_oid(lc)))
+            return true;
+    }
+    return false;
+}
+
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_allow_unfenced) {
+    return fencing::pg::AllowUnfenced(fcinfo);
+}
