@@ -424,6 +424,58 @@ def prepared_transactions(bouncer):
     report_log(where, [id_, other_id])
 
 
+def asyncpg_clients(bouncer):
+    """asyncpg (autocommit, binary protocol) in transaction pooling. With
+    statement_cache_size=0 it sends unnamed statements, which PgBouncer 1.18 can
+    pool; its default, a cache of named ones, cannot be pooled per transaction."""
+    import asyncio
+
+    import asyncpg
+
+    where = f"{bouncer}/tx asyncpg"
+    reset_pool(bouncer, "tx")
+    id_ = new_row("inv_req", 34)
+    dsn = f"postgresql://app@127.0.0.1:{BOUNCERS[bouncer]}/tx"
+    fu = "SELECT fenced_update('inv_req', $1::bigint, $2::jsonb, $3::jsonb)"
+
+    async def sqlstate_of(coro):
+        try:
+            await coro
+            return "ok"
+        except asyncpg.PostgresError as e:
+            return e.sqlstate
+
+    async def write_in_transaction(conn, token, writer):
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('fencing.token', $1, true)", str(token))
+            await conn.execute("UPDATE inv_req SET stock = 1, writer = $1, intended = $2 WHERE id = $3",
+                               writer, token, id_)
+
+    async def run():
+        b = await asyncpg.connect(dsn, statement_cache_size=0)
+        a = await asyncpg.connect(dsn, statement_cache_size=0)
+        try:
+            n = [await b.fetchval(fu, t, f'{{"id": {id_}}}', f'{{"writer": "{w}", "intended": {t}}}')
+                 for t, w in ((35, "B"), (34, "A"), (36, "B"))]
+            fresh = await sqlstate_of(write_in_transaction(b, 37, "B"))
+            stale = await sqlstate_of(write_in_transaction(a, 36, "A"))
+            await b.execute("SET fencing.token = 38")
+            await sqlstate_of(a.execute("SET LOCAL fencing.token = 36"))
+            lost = await sqlstate_of(a.execute(upd("inv_req", id_, "A", 36, -1)))
+            return n, fresh, stale, lost
+        finally:
+            await a.close()
+            await b.close()
+
+    n, fresh, stale, lost = asyncio.run(run())
+    report(n == [1, 0, 1], f"{where}: fenced_update(), unnamed statements: 1, stale 0, 1 (got {n})")
+    report(fresh == "ok" and stale == "TF001",
+           f"{where}: set_config(..., true) in a transaction: accepted, stale TF001 (got {fresh}, {stale})")
+    report(lost in REFUSED, f"{where}: stale SET LOCAL in autocommit after B's session SET: refused (got {lost})")
+    report_log(where, [id_], "the log holds only B's writes, the row is B's at 37",
+               extra=row("inv_req", id_) == (37, "B"))
+
+
 # --------------------------------------------------------------------------
 def stress(bouncer, mode, seconds):
     """Holders B (each with a token from a shared counter, written correctly, and
@@ -532,6 +584,7 @@ def main():
         patterns_statement(bouncer)
         patterns_session(bouncer)
         prepared_transactions(bouncer)
+        asyncpg_clients(bouncer)
     for mode in ("tx", "stmt"):
         stress("bare", mode, STRESS_SECONDS)
     stress("recommended", "tx", STRESS_SECONDS)
