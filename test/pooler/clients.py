@@ -226,6 +226,7 @@ def leak(bouncer, mode, table="inv_req"):
     got = outcome(a, upd(table, id_, "A", 33, stock=-100))
     report(got in REFUSED, f"{where}: stale A, SET LOCAL 33 in autocommit (it got {set_local}) then UPDATE: "
                            f"refused (got {got})")
+    report(set_local == "25P01", f"{where}: stale A's SET LOCAL in autocommit is an error, 25P01 (got {set_local})")
     b.close()
     got = outcome(c, upd(table, id_, "C", None, stock=0))
     report(got == "TF002", f"{where}: C after B disconnected: TF002 (got {got})")
