@@ -268,6 +268,28 @@ def leak_session_mode(bouncer):
     report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
 
 
+def role_setting(bouncer):
+    """ALTER ROLE ... IN DATABASE ... SET fencing.token: every server connection
+    opened for the role starts with that token (DISCARD ALL puts it back). It must
+    fence nobody's write."""
+    where = f"{bouncer}/role"
+    id_ = new_row("inv_req", 34)
+    with direct() as d:
+        d.execute("ALTER ROLE app IN DATABASE atk SET fencing.token = '50'")
+    try:
+        with pooled(bouncer, "role") as c:
+            shown = c.execute("SHOW fencing.token").fetchone()[0]
+            first = outcome(c, upd("inv_req", id_, "C", None, 0))
+            second = outcome(c, upd("inv_req", id_, "C", None, 0))
+    finally:
+        with direct() as d:
+            d.execute("ALTER ROLE app IN DATABASE atk RESET fencing.token")
+    report(shown == "50" and first == "TF002" and second == "TF002",
+           f"{where}: a server connection that starts with the role's fencing.token = 50: C's writes get TF002 "
+           f"(token shown {shown!r}, got {first}, {second})")
+    report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
+
+
 def default_policy(bouncer, mode):
     """A table fenced by declaring its token column, default policy: C's write
     without a token is refused, and so is stale A's SET LOCAL in autocommit."""
@@ -581,6 +603,7 @@ def main():
             default_policy(bouncer, mode)
             discard_all(bouncer, mode)
         leak_session_mode(bouncer)
+        role_setting(bouncer)
         patterns_transaction(bouncer)
         patterns_statement(bouncer)
         patterns_session(bouncer)

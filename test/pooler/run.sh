@@ -11,7 +11,8 @@
 #                (docs/poolers.md)
 #
 # Each PgBouncer serves the database "atk" three times, one pool per mode:
-# tx (transaction), stmt (statement), sess (session).
+# tx (transaction), stmt (statement), sess (session), and role (transaction),
+# whose server connection opens after ALTER ROLE ... SET fencing.token.
 #
 #   POOLER_PGPORT   the scratch cluster's port (default 55420); the PgBouncers
 #                   listen on the next two ports
@@ -59,6 +60,7 @@ bouncer() {
 tx = $db pool_mode=transaction
 stmt = $db pool_mode=statement
 sess = $db pool_mode=session
+role = $db pool_mode=transaction
 
 [pgbouncer]
 listen_addr = 127.0.0.1
