@@ -71,6 +71,7 @@ SELECT * FROM acct;
 -- Row scope: TRUNCATE leaves a tombstone for every row.
 SET ROLE g_owner;
 CREATE TABLE tr_row (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('tr_row', require_token => false);  -- row 3 has no token
 INSERT INTO tr_row VALUES (1, 100), (2, 200), (3, NULL);
 CREATE TABLE tr_res (id int PRIMARY KEY, shard text, fence fencing_token);
 SELECT fencing_protect('tr_res', scope => 'resource', resource_column => 'shard',

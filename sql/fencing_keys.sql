@@ -180,7 +180,7 @@ ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE;
 UPDATE k_legacy SET v = 3, fence = 11 WHERE k = '1';
 UPDATE k_legacy SET v = 3, fence = 9 WHERE k = '1';
 \echo :LAST_ERROR_SQLSTATE
-DELETE FROM k_legacy WHERE k = '1';
+DELETE FROM k_legacy WHERE k = '1' AND set_config('fencing.token', '11', true) IS NOT NULL;
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO k_legacy VALUES ('3', 3, 10);
 \echo :LAST_ERROR_SQLSTATE
@@ -194,7 +194,7 @@ ALTER EVENT TRIGGER fencing_ddl_command_end DISABLE;
 ALTER TABLE k_legacy_deferrable DROP CONSTRAINT k_legacy_deferrable_pkey,
     ADD PRIMARY KEY (k) DEFERRABLE;
 ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE;
-DELETE FROM k_legacy_deferrable;
+DELETE FROM k_legacy_deferrable WHERE set_config('fencing.token', '10', true) IS NOT NULL;
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO k_legacy_deferrable VALUES (2, 10);
 \echo :LAST_ERROR_SQLSTATE

@@ -62,7 +62,7 @@ SELECT c.relname, a.amname FROM pg_catalog.pg_class c JOIN pg_catalog.pg_am a ON
 -- that raised the HWM to it, by one rule on every path (row, tombstone,
 -- resource, table).
 CREATE TABLE st (id int PRIMARY KEY, v int, fence fencing_token);
-SELECT fencing_protect('st', strict => true);
+SELECT fencing_protect('st', strict => true, require_token => false);
 INSERT INTO st VALUES (1, 1, 101), (2, 2, 100);
 UPDATE st SET v = 11, fence = 101 WHERE id = 1;  -- same payload would be a replay (fencing_replay)
 \echo :LAST_ERROR_SQLSTATE
@@ -132,6 +132,7 @@ DELETE FROM fencing.reset_log WHERE target = 'public.enum_pk';
 -- through SPI when row_tombstone is not of the direct path's shape (an index
 -- added): the same answers.
 CREATE TABLE tomb_paths (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('tomb_paths', require_token => false);  -- token-less inserts below
 INSERT INTO tomb_paths VALUES (1, 5), (2, 5);
 BEGIN; SET LOCAL fencing.token = 8; DELETE FROM tomb_paths WHERE id IN (1, 2); COMMIT;
 INSERT INTO tomb_paths VALUES (1, 7);
@@ -162,6 +163,7 @@ DROP TABLE tomb_paths;
 -- the SPI path, with the same answers. The tombstone probe once compared an
 -- oid as a text[] and crashed the server.
 CREATE TABLE tomb_order (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('tomb_order', require_token => false);  -- a token-less insert below
 INSERT INTO tomb_order VALUES (1, 5);
 BEGIN; SET LOCAL fencing.token = 8; DELETE FROM tomb_order; COMMIT;
 CREATE TABLE res_order (id int PRIMARY KEY, r text, fence fencing_token);

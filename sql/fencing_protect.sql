@@ -11,6 +11,9 @@ SELECT * FROM fencing_protected;
 INSERT INTO inventory VALUES ('SKU-001', 10, 33);
 \echo :LAST_ERROR_SQLSTATE
 RESET fencing.token;
+-- A declared table requires a token (above: require_token is on). This file
+-- also writes without one, so the table is opened to unfenced writes.
+SELECT fencing_protect('inventory', require_token => false);
 INSERT INTO inventory VALUES ('SKU-001', 10, 33);
 
 -- UPDATE: higher and equal tokens pass, a lower one is rejected with TF001.
@@ -162,13 +165,13 @@ COMMIT;
 SELECT * FROM inventory ORDER BY item;
 
 -- on_stale => 'skip': stale rows are left unwritten, the statement reports 0.
-SELECT fencing_protect('inventory', on_stale => 'skip');
+SELECT fencing_protect('inventory', on_stale => 'skip', require_token => false);
 UPDATE inventory SET stock = 0, fence = 1 WHERE item = 'SKU-001';
 UPDATE inventory SET stock = 0, fence = 41;
 SELECT * FROM inventory ORDER BY item;
 
 -- strict: each token writes once.
-SELECT fencing_protect('inventory', strict => true);
+SELECT fencing_protect('inventory', strict => true, require_token => false);
 UPDATE inventory SET stock = 1, fence = 41 WHERE item = 'SKU-001';
 \echo :LAST_ERROR_SQLSTATE
 UPDATE inventory SET stock = 1, fence = 42 WHERE item = 'SKU-001';

@@ -69,7 +69,7 @@ UPDATE km SET id = 2, fence = 41 WHERE id = 1;
 -- Updates naming a key column without changing it, and updates of other
 -- columns, pass.
 UPDATE km SET id = id, region = region, v = 1, fence = 41;
-UPDATE km SET v = 2;
+UPDATE km SET v = 2, fence = 41;
 SELECT * FROM km ORDER BY region, id;
 
 -- Strict: the transaction that raised a tombstone to its token may write

@@ -57,6 +57,9 @@ END $$;
 CREATE TABLE t_a (id int PRIMARY KEY, fence fencing_token);
 CREATE TABLE t_b (id int PRIMARY KEY, fence fencing_token);
 CREATE TABLE t_c (id int PRIMARY KEY, fence fencing_token);
+-- Token-less inserts are judged below: these tables are open to them.
+SELECT count(fencing_protect(t::regclass, require_token => false)) AS opened
+  FROM unnest(ARRAY['t_a', 't_b', 't_c']) t;
 INSERT INTO t_a SELECT i, 1 FROM generate_series(1, 3) i;
 INSERT INTO t_b SELECT i, 1 FROM generate_series(1, 3) i;
 INSERT INTO t_c SELECT i, 1 FROM generate_series(1, 3) i;
@@ -69,6 +72,7 @@ COMMIT;
 -- Thousands of tombstones in one table (many rows per hash bucket): id
 -- deleted with 100 + id % 50; ids above 5000 were never there.
 CREATE TABLE t_many (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('t_many', require_token => false);
 INSERT INTO t_many SELECT i, 1 FROM generate_series(1, 5000) i;
 BEGIN;
 SELECT count(fence_delete('t_many', i, 100 + i % 50)) AS deleted FROM generate_series(1, 5000) i;
@@ -78,6 +82,7 @@ COMMIT;
 -- among 400,000 candidates: about 18 pairs expected). Of each pair, a was
 -- deleted with 10; b with 20 (odd pairs) or never there (even pairs).
 CREATE TABLE t_coll (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('t_coll', require_token => false);
 CREATE TABLE coll_pairs AS
 SELECT row_number() OVER (ORDER BY min(i)) AS n, min(i) AS a, max(i) AS b
   FROM generate_series(1, 400000) i
@@ -217,6 +222,7 @@ SET stats_fetch_consistency = none;
 CREATE EXTENSION fencing VERSION '1.2';
 SELECT count(*) AS lookup_indexes FROM pg_class WHERE relname = 'row_tombstone_lookup';
 CREATE TABLE t12 (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('t12', require_token => false);  -- a token-less insert below
 INSERT INTO t12 SELECT i, 1 FROM generate_series(1, 100) i;
 BEGIN; SET LOCAL fencing.token = 10; DELETE FROM t12 WHERE id <= 50; COMMIT;
 INSERT INTO t12 VALUES (1, 9);

@@ -169,14 +169,14 @@ void DefineSettings() {
 bool SessionToken(Oid home_relid, Token *out) {
     if (FencedDmlToken(home_relid, out))
         return true;
-    if (session_token_set && !allow_session_token_setting && !SetInThisTransaction())
-        RefuseSessionToken();
     if (!session_token_valid)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
                  errmsg("invalid value for parameter \"fencing.token\": \"%s\"", token_setting),
                  errdetail("It was set before the fencing library was loaded."),
                  errhint("SET LOCAL fencing.token to a valid token, or RESET it.")));
+    if (session_token_set && !allow_session_token_setting && !SetInThisTransaction())
+        RefuseSessionToken();
     *out = session_token_value;
     return session_token_set;
 }

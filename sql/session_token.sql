@@ -1,0 +1,138 @@
+-- A fencing.token set for the session (SET, set_config(..., false), ALTER
+-- ROLE ... SET) fences no write of a later transaction: such a write gets
+-- TF002. SET LOCAL, set_config(..., true), a function's SET clause and
+-- fenced_*() work as before. SET LOCAL outside a transaction block is an
+-- error once the library is loaded.
+\set VERBOSITY default
+SET client_min_messages = notice;
+SELECT current_user AS superuser \gset
+CREATE TABLE st_t (id int PRIMARY KEY, v int, fence fencing_token);
+CREATE TABLE st_open (id int PRIMARY KEY, v int, fence fencing_token);
+SELECT fencing_protect('st_open', require_token => false);
+BEGIN;
+SET LOCAL fencing.token = 10;
+INSERT INTO st_t VALUES (1, 0);
+INSERT INTO st_open VALUES (1, 0);
+COMMIT;
+
+-- SET LOCAL outside a transaction block would be lost: an error.
+SET LOCAL fencing.token = 11;
+\echo :LAST_ERROR_SQLSTATE
+SET LOCAL fencing.token TO DEFAULT;
+\echo :LAST_ERROR_SQLSTATE
+-- In one query string it holds for the string's implicit transaction.
+SET LOCAL fencing.token = 11 \; UPDATE st_t SET v = 1 WHERE id = 1;
+SELECT v, fence FROM st_t;
+SHOW fencing.token;
+
+-- SET (for the session): refused in later transactions, on every protected
+-- table, with or without require_token, whatever the statement writes.
+SET fencing.token = 12;
+UPDATE st_t SET v = 2 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE st_open SET v = 2 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE st_t SET v = 2, fence = 12 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- SET LOCAL in a block still works over it; then the session value is back.
+BEGIN;
+SET LOCAL fencing.token = 13;
+UPDATE st_t SET v = 3 WHERE id = 1;
+COMMIT;
+UPDATE st_t SET v = 4 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+-- ROLLBACK TO restores the session value, refused.
+BEGIN;
+SAVEPOINT a;
+SET LOCAL fencing.token = 14;
+ROLLBACK TO SAVEPOINT a;
+UPDATE st_t SET v = 4 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
+RESET fencing.token;
+SELECT v, fence FROM st_t;
+
+-- set_config(..., false) is a session value too.
+SELECT set_config('fencing.token', '15', false);
+UPDATE st_t SET v = 5 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+RESET fencing.token;
+
+-- A SET inside a block fences the block's writes, not the next transaction's.
+BEGIN;
+SET fencing.token = 16;
+UPDATE st_t SET v = 6 WHERE id = 1;
+COMMIT;
+UPDATE st_t SET v = 7 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+SHOW fencing.token;
+RESET fencing.token;
+SELECT v, fence FROM st_t;
+
+-- set_config(..., true), fenced_update() and a function's SET clause work,
+-- also while a session value is set.
+BEGIN;
+SELECT set_config('fencing.token', '17', true);
+UPDATE st_t SET v = 8 WHERE id = 1;
+COMMIT;
+SET fencing.token = 5;
+SELECT fenced_update('st_t', 18, '{"id": 1}', '{"v": 9}');
+CREATE FUNCTION st_write(n int) RETURNS void LANGUAGE sql SET fencing.token = '19'
+    AS $$ UPDATE st_t SET v = n WHERE id = 1 $$;
+SELECT st_write(10);
+RESET fencing.token;
+SELECT st_write(11);
+SELECT v, fence FROM st_t;
+
+-- fencing.allow_session_token: superuser only; on, session tokens fence as
+-- before (and a stale one is refused).
+CREATE ROLE regress_st_role LOGIN;
+GRANT SELECT, UPDATE ON st_t TO regress_st_role;
+SET ROLE regress_st_role;
+SET fencing.allow_session_token = on;
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+SET fencing.allow_session_token = on;
+SET fencing.token = 20;
+UPDATE st_t SET v = 12 WHERE id = 1;
+SET fencing.token = 19;
+UPDATE st_t SET v = 13 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+RESET fencing.token;
+RESET fencing.allow_session_token;
+
+-- ALTER ROLE ... SET: a session value from the first statement on. Before
+-- the library is loaded in the new session, SET LOCAL outside a block is
+-- still only PostgreSQL's warning.
+ALTER ROLE regress_st_role SET fencing.token = '30';
+\c - regress_st_role
+SET client_min_messages = notice;
+SET LOCAL fencing.token = 31;
+UPDATE st_t SET v = 14 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+SHOW fencing.token;
+BEGIN;
+SET LOCAL fencing.token = 31;
+UPDATE st_t SET v = 15 WHERE id = 1;
+COMMIT;
+-- Set before the library is loaded (a placeholder) by a role that may not set
+-- it: dropped when the library loads.
+\c - regress_st_role
+SET fencing.allow_session_token = on;
+UPDATE st_t SET v = 16 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+SHOW fencing.allow_session_token;
+-- A role may be granted fencing.allow_session_token for its dedicated
+-- connections.
+\c - :superuser
+GRANT SET ON PARAMETER fencing.allow_session_token TO regress_st_role;
+\c - regress_st_role
+SET fencing.allow_session_token = on;
+UPDATE st_t SET v = 16 WHERE id = 1;
+SELECT v, fence FROM st_t;
+\c - :superuser
+REVOKE SET ON PARAMETER fencing.allow_session_token FROM regress_st_role;
+ALTER ROLE regress_st_role RESET fencing.token;
+DROP TABLE st_t, st_open;
+DROP FUNCTION st_write(int);
+DROP ROLE regress_st_role;
