@@ -1,0 +1,619 @@
+#!/usr/bin/python3
+"""Clients of the fencing extension behind PgBouncer (started by test/pooler/run.sh).
+
+Every pool has default_pool_size = 1, so all the clients of one pool share one
+server connection, one after the other. Three kinds of client meet there:
+
+  A  a stale holder that loses its token: SET LOCAL in autocommit, or a
+     session-level SET with its old token;
+  B  the new holder: it writes correctly (SET LOCAL inside its transaction,
+     set_config(..., true), fenced_update()), and now and then also sets its
+     token for the session, the habit that used to leak it to the next client;
+  C  a client with no token at all.
+
+Every write to the test tables is logged by an AFTER trigger (who wrote, the
+token it meant to write with, the row's HWM before and after). A check then
+reads that log: an accepted write always carries its own writer's token, never
+one below the HWM at the time, and no write by A or C is ever accepted.
+
+Environment: PGHOST/PGPORT (the scratch cluster, as superuser postgres),
+POOLER_BARE_PORT, POOLER_REC_PORT (the two PgBouncers; see run.sh).
+"""
+import os
+import random
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from tap import finish, report  # noqa: E402
+
+BOUNCERS = {"bare": int(os.environ["POOLER_BARE_PORT"]), "recommended": int(os.environ["POOLER_REC_PORT"])}
+STRESS_SECONDS = float(os.environ.get("POOLER_STRESS_SECONDS", "3"))
+REFUSED = ("TF001", "TF002")
+
+
+def direct():
+    return psycopg.connect(dbname="atk", autocommit=True)
+
+
+def pooled(bouncer, mode, **kw):
+    """A client of one pool (mode: tx, stmt, sess). prepare_threshold=None: every
+    parameterized query goes out as the unnamed statement of the extended protocol."""
+    kw.setdefault("prepare_threshold", None)
+    for attempt in range(50):
+        try:
+            return psycopg.connect(host="127.0.0.1", port=BOUNCERS[bouncer], dbname=mode, user="app",
+                                   autocommit=True, **kw)
+        except psycopg.OperationalError:
+            if attempt == 49:
+                raise
+            time.sleep(0.1)
+
+
+def outcome(conn, sql, params=None):
+    """'ok' or the SQLSTATE the statement failed with."""
+    try:
+        conn.execute(sql, params)
+        return "ok"
+    except psycopg.Error as e:
+        return e.sqlstate or type(e).__name__
+
+
+def error_of(conn, sql, params=None):
+    try:
+        conn.execute(sql, params)
+        return None
+    except psycopg.Error as e:
+        return e
+
+
+def psql(bouncer, mode, *commands):
+    """Runs psql against a pool, one -c (one simple-query message) per command;
+    returns the SQLSTATEs of the errors, in order, and the output."""
+    args = ["psql", "-X", "-q", "-A", "-t", "-v", "VERBOSITY=verbose", "-h", "127.0.0.1", "-p",
+            str(BOUNCERS[bouncer]), "-U", "app", "-d", mode]
+    for c in commands:
+        args += ["-c", c]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    return re.findall(r"^ERROR:  ([0-9A-Z]{5}):", p.stderr, re.M), p.stdout + p.stderr
+
+
+def upd(table, id_, writer, intended, stock=1):
+    """The UPDATE a client sends: it names its writer and the token it means to
+    write with, so the audit log can tell whose token fenced it."""
+    intended_sql = "NULL" if intended is None else str(int(intended))
+    return (f"UPDATE {table} SET stock = {int(stock)}, writer = '{writer}', intended = {intended_sql} "
+            f"WHERE id = {int(id_)}")
+
+
+def fenced_update_sql(table):
+    return f"SELECT fenced_update('{table}', %s, %s, %s)"
+
+
+def fu_args(token, id_, writer, stock=1):
+    return (token, Jsonb({"id": id_}), Jsonb({"stock": stock, "writer": writer, "intended": token}))
+
+
+def fu_series(cur, id_, sql=None, tokens=((1, "B"), (0, "A"), (2, "B")), base=34):
+    """fenced_update() with a fresh, a stale and a fresher token (offsets from
+    base): the rows written by each call, [1, 0, 1] when fencing works."""
+    sql = sql or fenced_update_sql("inv_req")
+    return [cur.execute(sql, fu_args(base + t, id_, w)).fetchone()[0] for t, w in tokens]
+
+
+_next_id = [100]
+
+
+def new_row(table, fence, writer="seed"):
+    _next_id[0] += 1
+    id_ = _next_id[0]
+    with direct() as d:
+        d.execute(f"INSERT INTO {table} (id, stock, fence, writer, intended) VALUES (%s, 10, %s, %s, %s)",
+                  (id_, fence, writer, fence))
+    return id_
+
+
+def row(table, id_):
+    with direct() as d:
+        return d.execute(f"SELECT fence::bigint, writer FROM {table} WHERE id = %s", (id_,)).fetchone()
+
+
+def audit_violations(table, ids):
+    """Accepted writes (logged by the AFTER trigger) that carried another client's
+    token, no token, or a token below the row's HWM at the time."""
+    with direct() as d:
+        return d.execute(
+            """SELECT seq, id, writer, intended, old_fence, new_fence FROM audit
+                WHERE tbl = %s AND id = ANY(%s) AND op = 'UPDATE'
+                  AND (intended IS NULL OR new_fence IS DISTINCT FROM intended
+                       OR intended < old_fence OR writer !~ '^B')
+                ORDER BY seq""", (table, list(ids))).fetchall()
+
+
+def report_log(where, ids, what="the log holds only B's writes", table="inv_req", extra=True):
+    bad = audit_violations(table, ids)
+    report(not bad and extra, f"{where}: {what}" + (f": {bad}" if bad else ""))
+
+
+def accepted_writes(table, ids):
+    with direct() as d:
+        return d.execute("SELECT count(*) FROM audit WHERE tbl = %s AND id = ANY(%s) AND op = 'UPDATE'",
+                         (table, list(ids))).fetchone()[0]
+
+
+def reset_pool(bouncer, mode):
+    """Clears what an earlier case left on the pool's one server connection."""
+    with pooled(bouncer, mode) as c:
+        c.execute("RESET fencing.token")
+
+
+def setup():
+    with direct() as d:
+        d.execute("""
+            CREATE TABLE audit (seq bigserial PRIMARY KEY, tbl text, op text, id int, writer text,
+                                intended bigint, old_fence bigint, new_fence bigint);
+            CREATE FUNCTION audit_write() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO audit (tbl, op, id, writer, intended, old_fence, new_fence)
+                VALUES (TG_TABLE_NAME, TG_OP, NEW.id, NEW.writer, NEW.intended,
+                        CASE WHEN TG_OP = 'UPDATE' THEN OLD.fence::bigint END, NEW.fence::bigint);
+                RETURN NULL;
+            END $$;
+            -- inv_req: opened with require_token => true, explicitly.
+            -- inv_def: fenced by declaring its token column, default policy.
+            CREATE TABLE inv_req (id int PRIMARY KEY, stock int, fence fencing_token, writer text, intended bigint);
+            SELECT fencing_protect('inv_req', require_token => true);
+            CREATE TABLE inv_def (id int PRIMARY KEY, stock int, fence fencing_token, writer text, intended bigint);
+            CREATE TRIGGER audit AFTER INSERT OR UPDATE ON inv_req FOR EACH ROW EXECUTE FUNCTION audit_write();
+            CREATE TRIGGER audit AFTER INSERT OR UPDATE ON inv_def FOR EACH ROW EXECUTE FUNCTION audit_write();
+            GRANT SELECT, INSERT, UPDATE, DELETE ON inv_req, inv_def TO app;
+            GRANT INSERT ON audit TO app;
+            GRANT USAGE ON SEQUENCE audit_seq_seq TO app;
+        """)
+
+
+# --------------------------------------------------------------------------
+def shared_connection(bouncer, mode):
+    conns = [pooled(bouncer, mode) for _ in range(3)]
+    pids = {c.execute("SELECT pg_backend_pid()").fetchone()[0] for c in conns}
+    for c in conns:
+        c.close()
+    report(len(pids) == 1, f"{bouncer}/{mode}: clients A, B and C share one server connection (pids {sorted(pids)})")
+
+
+def write_right(conn, mode, table, id_, writer, token):
+    """B's correct write for the pool mode: a transaction with SET LOCAL
+    (transaction and session pooling), or one simple-query message (statement)."""
+    if mode == "stmt":
+        return outcome(conn, f"SET LOCAL fencing.token = {int(token)}; " + upd(table, id_, writer, token))
+    try:
+        with conn.transaction():
+            conn.execute(f"SET LOCAL fencing.token = {int(token)}")
+            conn.execute(upd(table, id_, writer, token))
+        return "ok"
+    except psycopg.Error as e:
+        return e.sqlstate
+
+
+def leak(bouncer, mode, table="inv_req"):
+    """B sets its token for the session, writes, goes on, disconnects; A and C
+    come after it on the same server connection."""
+    where = f"{bouncer}/{mode}"
+    reset_pool(bouncer, mode)
+    id_ = new_row(table, 33, "A0")
+    b = pooled(bouncer, mode)
+    b.execute("SET fencing.token = 34")
+    e = error_of(b, upd(table, id_, "B-session", 34))
+    report(e is not None and e.sqlstate == "TF002",
+           f"{where}: B's write with a session-level SET fencing.token is refused with TF002 "
+           f"(got {e.sqlstate if e else 'accepted'})")
+    if e is not None and bouncer == "bare" and mode != "sess":
+        report("session" in (e.diag.message_primary or "") + (e.diag.message_detail or ""),
+               f"{where}: the TF002 says the token was set for the session: {e.diag.message_primary!r}")
+    report(write_right(b, mode, table, id_, "B", 34) == "ok", f"{where}: B's SET LOCAL write with 34 is accepted")
+
+    c = pooled(bouncer, mode)
+    got = outcome(c, upd(table, id_, "C", None, stock=0))
+    report(got == "TF002", f"{where}: C (no token) after B's session SET, B still connected: TF002 (got {got})")
+    a = pooled(bouncer, mode)
+    set_local = outcome(a, "SET LOCAL fencing.token = 33")
+    got = outcome(a, upd(table, id_, "A", 33, stock=-100))
+    report(got in REFUSED, f"{where}: stale A, SET LOCAL 33 in autocommit (it got {set_local}) then UPDATE: "
+                           f"refused (got {got})")
+    report(set_local == "25P01", f"{where}: stale A's SET LOCAL in autocommit is an error, 25P01 (got {set_local})")
+    b.close()
+    got = outcome(c, upd(table, id_, "C", None, stock=0))
+    report(got == "TF002", f"{where}: C after B disconnected: TF002 (got {got})")
+    got = outcome(a, upd(table, id_, "A", 33, stock=-101))
+    report(got in REFUSED, f"{where}: stale A again after B disconnected: refused (got {got})")
+    a.execute("SET fencing.token = 33")
+    got = outcome(a, upd(table, id_, "A", 33, stock=-102))
+    report(got in REFUSED, f"{where}: stale A with a session-level SET 33: refused (got {got})")
+    a.execute("RESET fencing.token")
+    got = outcome(c, upd(table, id_, "C", None, stock=0))
+    report(got == "TF002", f"{where}: C after stale A's session SET: TF002 (got {got})")
+    a.close()
+    c.close()
+    bad = audit_violations(table, [id_])
+    report(not bad and row(table, id_) == (34, "B"),
+           f"{where}: every accepted write carried its own token, at or above the HWM; the row is B's at 34"
+           + (f": {bad}" if bad else f" (row {row(table, id_)})"))
+
+
+def leak_session_mode(bouncer):
+    """Session pooling: B sets a session token and disconnects; C is handed B's
+    server connection next."""
+    where = f"{bouncer}/sess"
+    reset_pool(bouncer, "sess")
+    id_ = new_row("inv_req", 34)
+    with pooled(bouncer, "sess") as b:
+        pid_b = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+        b.execute("SET fencing.token = 35")
+    with pooled(bouncer, "sess") as c:
+        pid_c = c.execute("SELECT pg_backend_pid()").fetchone()[0]
+        got = outcome(c, upd("inv_req", id_, "C", None, stock=0))
+    report(pid_b == pid_c and got == "TF002",
+           f"{where}: C on the server connection B left with a session token: TF002 (got {got}, same backend "
+           f"{pid_b == pid_c})")
+    with pooled(bouncer, "sess") as a:
+        a.execute("SET fencing.token = 36")  # the next client, with a token not yet issued to it
+        got = outcome(a, upd("inv_req", id_, "B-session", 36))
+    report(got == "TF002", f"{where}: a session-level SET is refused in session pooling too (got {got})")
+    report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
+
+
+def role_setting(bouncer):
+    """ALTER ROLE ... IN DATABASE ... SET fencing.token: every server connection
+    opened for the role starts with that token (DISCARD ALL puts it back). It must
+    fence nobody's write."""
+    where = f"{bouncer}/role"
+    id_ = new_row("inv_req", 34)
+    with direct() as d:
+        d.execute("ALTER ROLE app IN DATABASE atk SET fencing.token = '50'")
+    try:
+        with pooled(bouncer, "role") as c:
+            shown = c.execute("SHOW fencing.token").fetchone()[0]
+            first = outcome(c, upd("inv_req", id_, "C", None, 0))
+            second = outcome(c, upd("inv_req", id_, "C", None, 0))
+    finally:
+        with direct() as d:
+            d.execute("ALTER ROLE app IN DATABASE atk RESET fencing.token")
+    report(shown == "50" and first == "TF002" and second == "TF002",
+           f"{where}: a server connection that starts with the role's fencing.token = 50: C's writes get TF002 "
+           f"(token shown {shown!r}, got {first}, {second})")
+    report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
+
+
+def default_policy(bouncer, mode):
+    """A table fenced by declaring its token column, default policy: C's write
+    without a token is refused, and so is stale A's SET LOCAL in autocommit."""
+    where = f"{bouncer}/{mode}"
+    reset_pool(bouncer, mode)
+    id_ = new_row("inv_def", 34)
+    with pooled(bouncer, mode) as c:
+        got = outcome(c, upd("inv_def", id_, "C", None, stock=0))
+        report(got == "TF002", f"{where}: C (no token) on a table fenced by its declared column: TF002 (got {got})")
+        outcome(c, "SET LOCAL fencing.token = 33")
+        got = outcome(c, upd("inv_def", id_, "A", 33, stock=-1))
+        report(got in REFUSED, f"{where}: stale A's SET LOCAL 33 in autocommit, then UPDATE, on that table: refused "
+                               f"(got {got})")
+    report_log(where, [id_], "no unfenced or stale write accepted on the declared table", "inv_def")
+
+
+def discard_all(bouncer, mode):
+    """DISCARD ALL sent by a client between B's session SET and C's write, and
+    the patterns still working after it (fenced_update's kept plans replanned)."""
+    where = f"{bouncer}/{mode}"
+    reset_pool(bouncer, mode)
+    id_ = new_row("inv_req", 34)
+    with pooled(bouncer, mode) as b, pooled(bouncer, mode) as x, pooled(bouncer, mode) as c:
+        n = b.execute(fenced_update_sql("inv_req"), fu_args(35, id_, "B")).fetchone()[0]
+        b.execute("SET fencing.token = 35")
+        x.execute("DISCARD ALL")
+        got = outcome(c, upd("inv_req", id_, "C", None))
+        n2 = b.execute(fenced_update_sql("inv_req"), fu_args(36, id_, "B")).fetchone()[0]
+        n3 = c.execute(fenced_update_sql("inv_req"), fu_args(35, id_, "C-stale")).fetchone()[0]
+    report(n == 1 and got == "TF002" and n2 == 1 and n3 == 0,
+           f"{where}: DISCARD ALL between B's session SET and C: C gets TF002, fenced_update() keeps working "
+           f"(1, {got}, 1, stale 0: got {n}, {n2}, {n3})")
+
+
+# --------------------------------------------------------------------------
+def patterns_transaction(bouncer):
+    where = f"{bouncer}/tx"
+    reset_pool(bouncer, "tx")
+    id_ = new_row("inv_req", 34)
+    with pooled(bouncer, "tx") as b, pooled(bouncer, "tx") as other:
+        report(write_right(b, "tx", "inv_req", id_, "B", 35) == "ok",
+               f"{where}: BEGIN; SET LOCAL fencing.token = 35; UPDATE; COMMIT is accepted")
+        shown = other.execute("SHOW fencing.token").fetchone()[0]
+        report(shown == "", f"{where}: the next client on the server connection sees no token (got {shown!r})")
+        with b.transaction():
+            b.execute("SELECT set_config('fencing.token', %s, true)", ("36",))
+            b.execute("UPDATE inv_req SET stock = %s, writer = %s, intended = %s WHERE id = %s", (2, "B", 36, id_))
+        report(row("inv_req", id_) == (36, "B"),
+               f"{where}: BEGIN; SELECT set_config('fencing.token', $1, true); UPDATE ... $n; COMMIT is accepted")
+        got = "ok"
+        try:
+            with other.transaction():
+                other.execute("SELECT set_config('fencing.token', %s, true)", ("35",))
+                other.execute("UPDATE inv_req SET stock = %s, writer = %s, intended = %s WHERE id = %s",
+                              (-1, "A", 35, id_))
+        except psycopg.Error as e:
+            got = e.sqlstate
+        report(got == "TF001", f"{where}: the same with a stale token: TF001 (got {got})")
+        n = fu_series(b, id_, base=36)
+        report(n == [1, 0, 1], f"{where}: fenced_update() as an unnamed parameterized statement: 1, stale 0, 1 (got {n})")
+        with b.transaction():
+            b.execute("PREPARE fu (fencing_token, jsonb, jsonb) AS SELECT fenced_update('inv_req', $1, $2, $3)")
+            # EXECUTE takes no protocol parameters: the client binds them into the text.
+            cur = psycopg.ClientCursor(b)
+            n = fu_series(cur, id_, "EXECUTE fu (%s, %s, %s)", base=38)
+            b.execute("DEALLOCATE fu")
+        report(n == [1, 0, 1], f"{where}: SQL-level PREPARE/EXECUTE of fenced_update() inside one transaction: "
+                               f"1, stale 0, 1 (got {n})")
+    report_log(where, [id_], "the log holds only B's writes, the row is B's at 40",
+               extra=row("inv_req", id_) == (40, "B"))
+
+
+def patterns_statement(bouncer):
+    where = f"{bouncer}/stmt"
+    reset_pool(bouncer, "stmt")
+    id_ = new_row("inv_req", 34)
+    errs, _ = psql(bouncer, "stmt", f"SET LOCAL fencing.token = 35; {upd('inv_req', id_, 'B', 35)}")
+    report(errs == [] and row("inv_req", id_) == (35, "B"),
+           f"{where}: 'SET LOCAL fencing.token = 35; UPDATE ...' as one message is accepted (errors {errs})")
+    errs, _ = psql(bouncer, "stmt", f"SET LOCAL fencing.token = 34; {upd('inv_req', id_, 'A', 34, -1)}")
+    report(errs == ["TF001"], f"{where}: the same message with a stale token: TF001 (got {errs})")
+    errs, _ = psql(bouncer, "stmt",
+                   f"SELECT set_config('fencing.token', '36', true); {upd('inv_req', id_, 'B', 36)}")
+    report(errs == [] and row("inv_req", id_) == (36, "B"),
+           f"{where}: 'SELECT set_config(..., true); UPDATE ...' as one message is accepted (errors {errs})")
+    errs, _ = psql(bouncer, "stmt", "SET LOCAL fencing.token = 37", upd("inv_req", id_, "A", 37, -2))
+    report(errs and errs[-1] in REFUSED and row("inv_req", id_) == (36, "B"),
+           f"{where}: SET LOCAL and UPDATE as two messages: the UPDATE is refused (got {errs})")
+    errs, out = psql(bouncer, "stmt", "BEGIN", "SET LOCAL fencing.token = 37", upd("inv_req", id_, "B", 37), "COMMIT")
+    report(row("inv_req", id_) == (36, "B"),
+           f"{where}: a multi-statement transaction is not run by PgBouncer in statement mode (row unchanged)")
+    with pooled(bouncer, "stmt") as b:
+        n = fu_series(b, id_, base=36)
+    report(n == [1, 0, 1], f"{where}: fenced_update() as an unnamed parameterized statement: 1, stale 0, 1 (got {n})")
+    report_log(where, [id_])
+
+
+def patterns_session(bouncer):
+    where = f"{bouncer}/sess"
+    reset_pool(bouncer, "sess")
+    id_ = new_row("inv_req", 34)
+    with pooled(bouncer, "sess", prepare_threshold=0) as b:
+        n = fu_series(b, id_)
+        prepared = b.execute("SELECT count(*) FROM pg_prepared_statements "
+                             "WHERE statement LIKE '%fenced_update%' AND NOT from_sql").fetchone()[0]
+        e = error_of(b, "SET fencing.allow_session_token = on")
+    report(n == [1, 0, 1] and prepared >= 1,
+           f"{where}: fenced_update() as a named protocol-level prepared statement: 1, stale 0, 1 "
+           f"(got {n}, {prepared} prepared)")
+    report(e is not None and e.sqlstate == "42501", f"{where}: a client cannot turn on fencing.allow_session_token: 42501 "
+                          f"(got {e.sqlstate if e else 'accepted'})")
+    report_log(where, [id_])
+
+
+def prepare_write(conn, gid, *statements):
+    """BEGIN; statements; PREPARE TRANSACTION gid: 'ok' or the SQLSTATE that
+    stopped it (the transaction then rolled back)."""
+    try:
+        conn.execute("BEGIN")
+        for sql in statements:
+            conn.execute(sql)
+        conn.execute(f"PREPARE TRANSACTION '{gid}'")
+        return "ok"
+    except psycopg.Error as e:
+        conn.execute("ROLLBACK")
+        return e.sqlstate
+
+
+def prepared_transactions(bouncer):
+    where = f"{bouncer}/tx"
+    reset_pool(bouncer, "tx")
+    id_ = new_row("inv_req", 34)
+    other_id = new_row("inv_req", 34)
+    with pooled(bouncer, "tx") as b, pooled(bouncer, "tx") as c, pooled(bouncer, "tx") as admin:
+        prepared = prepare_write(b, "pooler_b", "SET LOCAL fencing.token = 36", upd("inv_req", id_, "B", 36))
+        report(prepared == "ok", f"{where}: B's SET LOCAL write with 36, then PREPARE TRANSACTION (got {prepared})")
+        shown = c.execute("SHOW fencing.token").fetchone()[0]
+        got = outcome(c, upd("inv_req", other_id, "C", None))
+        report(shown == "" and got == "TF002",
+               f"{where}: after B's PREPARE TRANSACTION, C on the same server connection has no token "
+               f"({shown!r}) and its write gets TF002 (got {got})")
+        admin.execute("COMMIT PREPARED 'pooler_b'")
+        report(row("inv_req", id_) == (36, "B"), f"{where}: COMMIT PREPARED from another client applies B's write at 36")
+        got = prepare_write(c, "pooler_a", "SET LOCAL fencing.token = 35", upd("inv_req", id_, "A", 35, -1))
+        report(got == "TF001", f"{where}: stale A's write in a transaction to be prepared: TF001 (got {got})")
+        b.execute("SET fencing.token = 37")
+        got = prepare_write(c, "pooler_c", upd("inv_req", id_, "C", None, 0))
+        report(got == "TF002", f"{where}: after B's session SET, C's token-less write to be prepared: TF002 (got {got})")
+        b.execute("RESET fencing.token")
+    with direct() as d:
+        left = [r[0] for r in d.execute("SELECT gid FROM pg_prepared_xacts WHERE gid LIKE 'pooler_%'")]
+        for gid in left:
+            d.execute(f"ROLLBACK PREPARED '{gid}'")
+    report(left == [], f"{where}: no stale or token-less transaction was prepared (left: {left})")
+    report_log(where, [id_, other_id])
+
+
+def asyncpg_clients(bouncer):
+    """asyncpg (autocommit, binary protocol) in transaction pooling. With
+    statement_cache_size=0 it sends unnamed statements, which PgBouncer 1.18 can
+    pool; its default, a cache of named ones, cannot be pooled per transaction."""
+    import asyncio
+
+    import asyncpg
+
+    where = f"{bouncer}/tx asyncpg"
+    reset_pool(bouncer, "tx")
+    id_ = new_row("inv_req", 34)
+    dsn = f"postgresql://app@127.0.0.1:{BOUNCERS[bouncer]}/tx"
+    fu = "SELECT fenced_update('inv_req', $1::bigint, $2::jsonb, $3::jsonb)"
+
+    async def sqlstate_of(coro):
+        try:
+            await coro
+            return "ok"
+        except asyncpg.PostgresError as e:
+            return e.sqlstate
+
+    async def write_in_transaction(conn, token, writer):
+        async with conn.transaction():
+            await conn.execute("SELECT set_config('fencing.token', $1, true)", str(token))
+            await conn.execute("UPDATE inv_req SET stock = 1, writer = $1, intended = $2 WHERE id = $3",
+                               writer, token, id_)
+
+    async def run():
+        b = await asyncpg.connect(dsn, statement_cache_size=0)
+        a = await asyncpg.connect(dsn, statement_cache_size=0)
+        try:
+            n = [await b.fetchval(fu, t, f'{{"id": {id_}}}', f'{{"writer": "{w}", "intended": {t}}}')
+                 for t, w in ((35, "B"), (34, "A"), (36, "B"))]
+            fresh = await sqlstate_of(write_in_transaction(b, 37, "B"))
+            stale = await sqlstate_of(write_in_transaction(a, 36, "A"))
+            await b.execute("SET fencing.token = 38")
+            await sqlstate_of(a.execute("SET LOCAL fencing.token = 36"))
+            lost = await sqlstate_of(a.execute(upd("inv_req", id_, "A", 36, -1)))
+            return n, fresh, stale, lost
+        finally:
+            await a.close()
+            await b.close()
+
+    n, fresh, stale, lost = asyncio.run(run())
+    report(n == [1, 0, 1], f"{where}: fenced_update(), unnamed statements: 1, stale 0, 1 (got {n})")
+    report(fresh == "ok" and stale == "TF001",
+           f"{where}: set_config(..., true) in a transaction: accepted, stale TF001 (got {fresh}, {stale})")
+    report(lost in REFUSED, f"{where}: stale SET LOCAL in autocommit after B's session SET: refused (got {lost})")
+    report_log(where, [id_], "the log holds only B's writes, the row is B's at 37",
+               extra=row("inv_req", id_) == (37, "B"))
+
+
+# --------------------------------------------------------------------------
+def stress(bouncer, mode, seconds):
+    """Holders B (each with a token from a shared counter, written correctly, and
+    now and then also set for the session), stale holders A (token-losing patterns)
+    and token-less C, all at once, sharing one server connection."""
+    where = f"{bouncer}/{mode}"
+    reset_pool(bouncer, mode)
+    ids = [new_row("inv_req", 1000) for _ in range(2)]
+    lock = threading.Lock()
+    counter = [1000]
+    stats = {"B ok": 0, "B stale": 0, "A refused": 0, "C refused": 0, "other": []}
+    stop = time.monotonic() + seconds
+
+    def holder(k):
+        rnd = random.Random(k)
+        conn = pooled(bouncer, mode)
+        while time.monotonic() < stop:
+            with lock:
+                counter[0] += 1
+                t = counter[0]
+            id_ = rnd.choice(ids)
+            how = rnd.randrange(3)
+            if how == 0:
+                got = write_right(conn, mode, "inv_req", id_, f"B{k}", t)
+            elif how == 1:
+                n = conn.execute(fenced_update_sql("inv_req"), fu_args(t, id_, f"B{k}")).fetchone()[0]
+                got = "ok" if n == 1 else "TF001"
+            else:
+                got = outcome(conn, f"SELECT set_config('fencing.token', '{t}', true); "
+                                    + upd("inv_req", id_, f"B{k}", t))
+            with lock:
+                if got == "ok":
+                    stats["B ok"] += 1
+                elif got == "TF001":
+                    stats["B stale"] += 1
+                else:
+                    stats["other"].append(("B", got))
+            r = rnd.random()
+            if r < 0.3:
+                conn.execute(f"SET fencing.token = {t}")  # the habit that leaked
+            if r < 0.1:
+                conn.close()
+                conn = pooled(bouncer, mode)
+        conn.close()
+
+    def stale(k):
+        rnd = random.Random(100 + k)
+        conn = pooled(bouncer, mode)
+        while time.monotonic() < stop:
+            t = 1000 - k  # below every row's HWM
+            id_ = rnd.choice(ids)
+            if rnd.random() < 0.5:
+                outcome(conn, f"SET LOCAL fencing.token = {t}")
+                got = outcome(conn, upd("inv_req", id_, "A", t, -1))
+            else:
+                conn.execute(f"SET fencing.token = {t}")
+                got = outcome(conn, upd("inv_req", id_, "A", t, -1))
+                conn.execute("RESET fencing.token")
+            with lock:
+                if got in REFUSED:
+                    stats["A refused"] += 1
+                else:
+                    stats["other"].append(("A", got))
+
+    def tokenless():
+        rnd = random.Random(7)
+        conn = pooled(bouncer, mode)
+        while time.monotonic() < stop:
+            got = outcome(conn, upd("inv_req", rnd.choice(ids), "C", None, 0))
+            with lock:
+                if got == "TF002":
+                    stats["C refused"] += 1
+                else:
+                    stats["other"].append(("C", got))
+
+    threads = [threading.Thread(target=holder, args=(k,)) for k in range(3)]
+    threads += [threading.Thread(target=stale, args=(k,)) for k in range(2)]
+    threads.append(threading.Thread(target=tokenless))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    bad = audit_violations("inv_req", ids)
+    n = accepted_writes("inv_req", ids)
+    others = stats["other"]
+    report(not bad and n == stats["B ok"] and n > 0,
+           f"{where}: {seconds:.0f}s of 3 holders, 2 stale holders, 1 token-less client on one server connection: "
+           f"{n} writes accepted, every one B's own token at or above the HWM "
+           f"(B ok {stats['B ok']}, B stale {stats['B stale']}, A refused {stats['A refused']}, "
+           f"C refused {stats['C refused']})" + (f"; violations {bad[:5]}" if bad else ""))
+    report(not others and stats["A refused"] > 0 and stats["C refused"] > 0,
+           f"{where}: every stale and token-less write refused with TF001/TF002"
+           + (f"; unexpected {others[:5]} of {len(others)}" if others else ""))
+
+
+def main():
+    setup()
+    for bouncer in BOUNCERS:
+        for mode in ("tx", "stmt"):
+            shared_connection(bouncer, mode)
+            leak(bouncer, mode)
+            default_policy(bouncer, mode)
+            discard_all(bouncer, mode)
+        leak_session_mode(bouncer)
+        role_setting(bouncer)
+        patterns_transaction(bouncer)
+        patterns_statement(bouncer)
+        patterns_session(bouncer)
+        prepared_transactions(bouncer)
+        asyncpg_clients(bouncer)
+    for mode in ("tx", "stmt"):
+        stress("bare", mode, STRESS_SECONDS)
+    stress("recommended", "tx", STRESS_SECONDS)
+    return finish()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
