@@ -21,6 +21,8 @@ extern "C" {
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_collation.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
 #include "nodes/primnodes.h"
 #include "utils/array.h"
 #include "catalog/namespace.h"
@@ -620,19 +622,34 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *
 }
 
 // Whether a raise may be written in place (simple_heap_update), which fires
-// no trigger: only while the HWM table has none. A trigger on it belongs to
-// someone else (the extension creates none there) and must see every raise:
-// pg_repack's log trigger, which replays the writes made during its copy into
-// the new heap before the swap (a raise it never saw would be lost), or an
-// audit trigger a DBA added. With one, the SPI path's UPDATE settles the
-// write, and fires it. rel must be locked in RowExclusiveLock by this
-// statement: a trigger is created under a lock that conflicts with it
-// (CREATE TRIGGER's ShareRowExclusiveLock, pg_repack's ACCESS EXCLUSIVE), so
-// it committed before the lock was granted and the relcache, which took its
-// invalidation when the lock was, shows it; and none can be created before
-// this transaction ends.
+// no trigger: only while no UPDATE trigger of the HWM table would fire in
+// this session. Such a trigger must see every raise: pg_repack's log
+// trigger, which replays the writes made during its copy into the new heap
+// before the swap (a raise it never saw would be lost), or an audit trigger
+// a DBA added. With one, the SPI path's UPDATE settles the write, and fires
+// it. The extension's own ENABLE REPLICA trigger (logical replication apply)
+// fires only under session_replication_role = replica, so it is judged the
+// way the executor judges it (TriggerEnabled in trigger.c). rel must be
+// locked in RowExclusiveLock by this statement: a trigger is created or
+// enabled under a lock that conflicts with it (CREATE/ALTER TRIGGER's
+// ShareRowExclusiveLock, pg_repack's ACCESS EXCLUSIVE), so it committed
+// before the lock was granted and the relcache, which took its invalidation
+// when the lock was, shows it; and none can be created before this
+// transaction ends.
 bool WritesDirectly(Relation rel) {
-    return rel->trigdesc == nullptr;
+    if (rel->trigdesc == nullptr)
+        return true;
+    bool replica = SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA;
+    for (int i = 0; i < rel->trigdesc->numtriggers; ++i) {
+        const Trigger &trigger = rel->trigdesc->triggers[i];
+        if (!TRIGGER_FOR_UPDATE(trigger.tgtype) || trigger.tgenabled == TRIGGER_DISABLED)
+            continue;
+        bool fires = replica ? trigger.tgenabled != TRIGGER_FIRES_ON_ORIGIN
+                             : trigger.tgenabled != TRIGGER_FIRES_ON_REPLICA;
+        if (fires)
+            return false;
+    }
+    return true;
 }
 
 // True when settled (verdict filled in); false when the row does not exist,
