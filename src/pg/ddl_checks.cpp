@@ -8,6 +8,7 @@
 #include "pg/boundary.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/guard_install.hpp"
+#include "pg/partition_removal.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 
@@ -303,11 +304,29 @@ void OnDetach(PartitionCmd *cmd) {
     Policy policy;
     if (!OidIsValid(part) || !FencedPolicy(part, &policy) || policy.home_relid == part)
         return;
+    bool row = policy.scope == Scope::kRow;
+    // Row scope: the rows leave the home's tree, so each leaves a tombstone
+    // under the home first. DETACH CONCURRENTLY commits its first half before
+    // it waits for the partition's readers, and writers go on raising row
+    // tokens in between, past any tombstone written here: refused.
+    if (row && cmd->concurrent)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("cannot detach partition %s of row-scope fenced table %s concurrently",
+                        RelName(part), RelName(policy.home_relid)),
+                 errdetail("Each detached row leaves a tombstone under %s in the DETACH's "
+                           "transaction; DETACH CONCURRENTLY commits in two transactions and "
+                           "lets writers raise the rows' tokens in between.",
+                           RelName(policy.home_relid)),
+                 errhint("Use ALTER TABLE ... DETACH PARTITION without CONCURRENTLY.")));
     // The state copied below must be what it is when the DETACH commits: the
     // partition locked as DETACH locks it (its writers, and the writes through
-    // the parent, which CheckAlterTable locked, are done), and the home's
-    // table HWM held still, since writes to other partitions raise it too.
+    // the parent, which CheckAlterTable locked, are done; in row scope every
+    // partition under it too, whose rows are read), and the home's table HWM
+    // held still, since writes to other partitions raise it too.
     LockRelationOid(part, cmd->concurrent ? ShareUpdateExclusiveLock : AccessExclusiveLock);
+    if (row)
+        (void)find_all_inheritors(part, AccessExclusiveLock, nullptr);
     HoldTableHwm(policy.home_relid);
     InternalSession access;
     BeginInternal(&access);
@@ -322,6 +341,10 @@ void OnDetach(PartitionCmd *cmd) {
         2, types, values, nullptr, false);
     CopyStoredHwms(policy.home_relid, part);
     EndInternal(&access);
+    // After the copy: the detached table keeps its rows, and needs no
+    // tombstones of them.
+    if (row)
+        TombstoneRowsUnder(part, policy.home_relid);
     if (n > 0)
         ereport(NOTICE, (errmsg("detached partition %s stays fenced on its own, with the policy "
                                 "and high-water marks of %s",
@@ -531,7 +554,8 @@ void CheckAfterTableDdl(Oid relid) {
 
 using namespace fencing::pg;
 
-// The ddl_command_start event trigger (fencing 1.1): ALTER TABLE, ALTER TYPE.
+// The ddl_command_start event trigger: ALTER TABLE, ALTER TYPE (1.1); DROP
+// TABLE, DROP SCHEMA, DROP OWNED (1.4).
 FENCING_FUNCTION(fencing_ddl_check_start) {
     if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -542,5 +566,7 @@ FENCING_FUNCTION(fencing_ddl_check_start) {
         CheckAlterTable(castNode(AlterTableStmt, tree));
     else if (IsA(tree, AlterEnumStmt))
         CheckAlterEnum(castNode(AlterEnumStmt, tree));
+    else if (IsA(tree, DropStmt) || IsA(tree, DropOwnedStmt))
+        BeforeDrop(tree);
     PG_RETURN_NULL();
 }
