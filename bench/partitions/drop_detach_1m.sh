@@ -19,8 +19,9 @@ ms() {  # ms SQL: wall time of SQL in ms
     t1=$(date +%s%N)
     echo $(((t1 - t0) / 1000000))
 }
-for op in drop detach; do
-    run -c "DROP TABLE IF EXISTS b, b_1, b_2" -c "CHECKPOINT" >/dev/null 2>&1 || true
+for op in ${OPS:-drop detach}; do
+    run -c "DROP TABLE IF EXISTS b, b_1, b_2" >/dev/null 2>&1 || true
+    run -c "VACUUM fencing.row_tombstone" -c "CHECKPOINT"
     run -c "CREATE TABLE b (id bigint PRIMARY KEY, v int, fence fencing_token) PARTITION BY RANGE (id)" \
         -c "CREATE TABLE b_1 PARTITION OF b FOR VALUES FROM (0) TO ($ROWS)" \
         -c "CREATE TABLE b_2 PARTITION OF b FOR VALUES FROM ($ROWS) TO (MAXVALUE)"
