@@ -98,16 +98,6 @@ InternalStatement tombstone_raise = {
     {OIDOID, TEXTARRAYOID, INT8OID},
     nullptr};
 
-InternalStatement tombstones_raise = {
-    "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm)"
-    " SELECT $1, $2[$3[i] : $3[i] OPERATOR(pg_catalog.+) $4[i] OPERATOR(pg_catalog.-) 1], $5[i]"
-    "   FROM pg_catalog.generate_series(1, $6) AS i"
-    " ON CONFLICT (relid, key) DO UPDATE SET hwm = excluded.hwm"
-    " WHERE t.hwm OPERATOR(pg_catalog.<) excluded.hwm",
-    6,
-    {OIDOID, TEXTARRAYOID, INT4ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, INT4OID},
-    nullptr};
-
 // Runs a prepared internal statement; returns rows processed.
 uint64 Run(InternalStatement *stmt, Datum *values) {
     return RunInternalStatement(stmt, values, nullptr);
@@ -1037,13 +1027,6 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
     if (Run(&tombstone_raise, args) > 0)
         NoteHwmRaised();  // written or raised
-}
-
-void RaiseTombstones(Oid home_relid, int n, Datum elements, Datum starts, Datum counts,
-                     Datum hwms) {
-    Datum args[] = {ObjectIdGetDatum(home_relid), elements, starts, counts, hwms, Int32GetDatum(n)};
-    if (Run(&tombstones_raise, args) > 0)
-        NoteHwmRaised();
 }
 
 namespace {

@@ -42,11 +42,6 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
 bool ReadTombstone(Oid home_relid, Datum key, Token *hwm);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
-// RaiseTombstone for n keys at once, one statement (DDL removing many rows):
-// elements (text[]) holds the keys' elements one after another, key i's
-// counts[i] of them from starts[i] (1-based; int4[] each), its HWM hwms[i]
-// (int8[]). The keys must be distinct.
-void RaiseTombstones(Oid home_relid, int n, Datum elements, Datum starts, Datum counts, Datum hwms);
 // Waits for every other transaction still writing an entry of index (on rel)
 // that matches keys: a dirty-snapshot scan, as the unique check does.
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);

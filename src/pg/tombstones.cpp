@@ -15,11 +15,9 @@ extern "C" {
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/pg_type.h"
 #include "catalog/pg_inherits.h"
 #include "executor/tuptable.h"
 #include "storage/lmgr.h"
-#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -105,55 +103,6 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     EndInternal(&access);
 }
 
-namespace {
-
-// Keys and HWMs gathered for one RaiseTombstones statement.
-constexpr int kTombstoneBatch = 1000;
-struct TombstoneBatch {
-    MemoryContext cxt;  // the elements; reset after each flush
-    int n, nelems, capacity;
-    Datum *elements;
-    Datum starts[kTombstoneBatch], counts[kTombstoneBatch], hwms[kTombstoneBatch];
-};
-
-void AddToBatch(TombstoneBatch *b, Datum key, Token hwm) {
-    ArrayType *arr = DatumGetArrayTypeP(key);
-    Datum *elems;
-    int nelems;
-    deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, nullptr, &nelems);
-    if (b->nelems + nelems > b->capacity) {
-        b->capacity = Max(b->capacity * 2, b->nelems + nelems);
-        b->elements = static_cast<Datum *>(repalloc(b->elements, sizeof(Datum) * b->capacity));
-    }
-    b->starts[b->n] = Int32GetDatum(b->nelems + 1);
-    b->counts[b->n] = Int32GetDatum(nelems);
-    b->hwms[b->n] = Int64GetDatum(hwm);
-    for (int i = 0; i < nelems; ++i) b->elements[b->nelems++] = elems[i];
-    ++b->n;
-}
-
-void FlushBatch(TombstoneBatch *b, Oid home_relid) {
-    if (b->n == 0)
-        return;
-    MemoryContext caller = MemoryContextSwitchTo(b->cxt);
-    Datum elements =
-        PointerGetDatum(construct_array(b->elements, b->nelems, TEXTOID, -1, false, TYPALIGN_INT));
-    Datum starts =
-        PointerGetDatum(construct_array(b->starts, b->n, INT4OID, 4, true, TYPALIGN_INT));
-    Datum counts =
-        PointerGetDatum(construct_array(b->counts, b->n, INT4OID, 4, true, TYPALIGN_INT));
-    Datum hwms = PointerGetDatum(
-        construct_array(b->hwms, b->n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-    MemoryContextSwitchTo(caller);
-    RaiseTombstones(home_relid, b->n, elements, starts, counts, hwms);
-    b->n = 0;
-    b->nelems = 0;
-    // The elements array lives in the caller's context; the keys' copies here.
-    MemoryContextReset(b->cxt);
-}
-
-}  // namespace
-
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
@@ -162,13 +111,10 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
-    TombstoneBatch *batch = static_cast<TombstoneBatch *>(palloc0(sizeof(TombstoneBatch)));
-    batch->cxt =
+    MemoryContext per_row =
         AllocSetContextCreate(CurrentMemoryContext, "fencing tombstones", ALLOCSET_DEFAULT_SIZES);
-    batch->capacity = kTombstoneBatch * pk.natts;
-    batch->elements = static_cast<Datum *>(palloc(sizeof(Datum) * batch->capacity));
-    // One internal session, and one statement per batch of keys: a session
-    // or a statement per row costs more than the raise itself.
+    // One internal session for all rows: opening one per row (LeaveTombstone)
+    // costs more than the raise itself.
     InternalSession access;
     BeginInternal(&access);
     int64 written = 0;
@@ -177,25 +123,22 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
         Datum token = slot_getattr(slot, token_attnum, &isnull);
         if (isnull)
             continue;
-        MemoryContext caller = MemoryContextSwitchTo(batch->cxt);
+        MemoryContext caller = MemoryContextSwitchTo(per_row);
         bool should_free;
         HeapTuple row = ExecFetchSlotHeapTuple(slot, false, &should_free);
         Datum key;
-        bool keyed = RowKeyOf(rel, row, &key);
-        if (keyed)
-            AddToBatch(batch, key, DatumGetInt64(token));
-        MemoryContextSwitchTo(caller);
-        if (keyed)
+        if (RowKeyOf(rel, row, &key)) {
+            RaiseTombstone(home_relid, key, DatumGetInt64(token));
             ++written;
-        if (batch->n == kTombstoneBatch)
-            FlushBatch(batch, home_relid);
+        }
+        MemoryContextSwitchTo(caller);
+        MemoryContextReset(per_row);
     }
-    FlushBatch(batch, home_relid);
     EndInternal(&access);
     ExecDropSingleTupleTableSlot(slot);
     table_endscan(scan);
     UnregisterSnapshot(snapshot);
-    MemoryContextDelete(batch->cxt);
+    MemoryContextDelete(per_row);
     return written;
 }
 
