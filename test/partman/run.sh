@@ -68,15 +68,23 @@ check "the deleted key's tombstone survives the drop (6 at 59)" "TF001" "$(stale
 check "a fresh re-insert (5 at 51) is accepted" "" "$(stale_of 51 "INSERT INTO pm VALUES (5, 1, 51)")"
 check "it landed in the default partition" "pm_default" "$(q "SELECT tableoid::regclass FROM pm WHERE id = 5")"
 
+# managed_table NAME SCOPE RAISE_SQL KEEP: a table under pg_partman with rows
+# 1-420 at 10 (RAISE_SQL raises some at 50 or 90), partitions up to 499,
+# then one retention run (150, retention_keep_table = KEEP).
+managed_table() {
+    q "CREATE TABLE $1 (id bigint PRIMARY KEY, v int, fence fencing_token) PARTITION BY RANGE (id)" >/dev/null
+    [ "$2" = row ] || q "SELECT fencing_protect('$1', scope => '$2')" >/dev/null
+    q "SELECT partman.create_parent('public.$1', 'id', 'native', '100', p_premake := 2, p_start_partition := '0')" >/dev/null
+    with_token 10 "INSERT INTO $1 SELECT g, 0, 10 FROM generate_series(1, 299) g"
+    with_token "${3%% *}" "${3#* }"
+    check "run_maintenance ($1)" "" "$(q "SELECT partman.run_maintenance('public.$1')")"
+    with_token 10 "INSERT INTO $1 SELECT g, 0, 10 FROM generate_series(300, 420) g"
+    q "UPDATE partman.part_config SET retention = '150', retention_keep_table = $4 WHERE parent_table = 'public.$1'" >/dev/null
+    check "retention run ($1)" "" "$(q "SELECT partman.run_maintenance('public.$1')")"
+}
+
 # --- row scope, retention that detaches and keeps -----------------------------
-q "CREATE TABLE pk (id bigint PRIMARY KEY, v int, fence fencing_token) PARTITION BY RANGE (id)" >/dev/null
-q "SELECT partman.create_parent('public.pk', 'id', 'native', '100', p_premake := 2, p_start_partition := '0')" >/dev/null
-with_token 10 "INSERT INTO pk SELECT g, 0, 10 FROM generate_series(1, 299) g"
-with_token 50 "UPDATE pk SET v = 1 WHERE id IN (5, 105)"
-check "run_maintenance (pk)" "" "$(q "SELECT partman.run_maintenance('public.pk')")"
-with_token 10 "INSERT INTO pk SELECT g, 0, 10 FROM generate_series(300, 420) g"
-q "UPDATE partman.part_config SET retention = '150', retention_keep_table = true WHERE parent_table = 'public.pk'" >/dev/null
-check "run_maintenance (pk)" "" "$(q "SELECT partman.run_maintenance('public.pk')")"
+managed_table pk row "50 UPDATE pk SET v = 1 WHERE id IN (5, 105)" true
 check "retention detached pk_p0 and pk_p100 and kept them" "2 0" \
     "$(q "SELECT count(*) || ' ' || count(*) FILTER (WHERE relispartition) FROM pg_class WHERE relname IN ('pk_p0', 'pk_p100')")"
 check "the detached tables keep their rows" "199" "$(q "SELECT (SELECT count(*) FROM pk_p0) + (SELECT count(*) FROM pk_p100)")"
@@ -86,15 +94,7 @@ check "a detached table stays fenced on its own" "TF001" "$(stale_of 49 "UPDATE 
 check "a fresh re-insert is accepted" "" "$(stale_of 11 "INSERT INTO pk VALUES (150, 1, 11)")"
 
 # --- table scope under retention ----------------------------------------------
-q "CREATE TABLE pt (id bigint PRIMARY KEY, v int, fence fencing_token) PARTITION BY RANGE (id)" >/dev/null
-q "SELECT fencing_protect('pt', scope => 'table')" >/dev/null
-q "SELECT partman.create_parent('public.pt', 'id', 'native', '100', p_premake := 2, p_start_partition := '0')" >/dev/null
-with_token 10 "INSERT INTO pt SELECT g, 0, 10 FROM generate_series(1, 299) g"
-with_token 90 "UPDATE pt SET v = 1 WHERE id = 5"
-check "run_maintenance (pt)" "" "$(q "SELECT partman.run_maintenance('public.pt')")"
-with_token 10 "INSERT INTO pt SELECT g, 0, 10 FROM generate_series(300, 420) g"
-q "UPDATE partman.part_config SET retention = '150', retention_keep_table = false WHERE parent_table = 'public.pt'" >/dev/null
-check "run_maintenance (pt)" "" "$(q "SELECT partman.run_maintenance('public.pt')")"
+managed_table pt table "90 UPDATE pt SET v = 1 WHERE id = 5" false
 check "table scope: retention dropped pt_p0" "0" "$(q "SELECT count(*) FROM pg_class WHERE relname = 'pt_p0'")"
 check "table scope: the HWM stays" "90" "$(q "SELECT fencing_high_water('pt')")"
 check "table scope: a stale write is refused" "TF001" "$(stale_of 89 "INSERT INTO pt VALUES (5, -1, 89)")"
