@@ -19,6 +19,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -351,6 +352,30 @@ void OnDetach(PartitionCmd *cmd) {
                                 RelName(part), RelName(policy.home_relid))));
 }
 
+// DETACH ... FINALIZE of a partition a DETACH CONCURRENTLY left detach-pending
+// (refused in row scope above, so one that a server before 1.4 started, or
+// that ran with this event trigger disabled): in row scope the rows leave
+// now, and leave tombstones under the parent's home first.
+void OnDetachFinalize(Oid parent, PartitionCmd *cmd) {
+    Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
+    if (!OidIsValid(part))
+        return;
+    // The parent's home: the pending partition may already be guarded as its
+    // own (a DETACH CONCURRENTLY copies the policy in its first transaction).
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    Oid home = parent;
+    while (OidIsValid(home) && !ReadProtectedRow(home, &row))
+        home = get_rel_relispartition(home) ? get_partition_parent(home, true) : InvalidOid;
+    EndInternal(&access);
+    if (!OidIsValid(home) || row.scope != Scope::kRow)
+        return;
+    LockRelationOid(part, AccessExclusiveLock);
+    (void)find_all_inheritors(part, AccessExclusiveLock, nullptr);
+    TombstoneRowsUnder(part, home);
+}
+
 // Typed tables of a composite type's relation (ALTER TYPE ... ALTER ATTRIBUTE).
 List *TypedTables(Oid typrel) {
     return CatalogOids(RelationRelationId, InvalidOid, Anum_pg_class_reloftype,
@@ -373,7 +398,8 @@ void CheckAlterTable(AlterTableStmt *stmt) {
     ListCell *lc, *cc;
     foreach (cc, stmt->cmds) {
         auto *cmd = static_cast<AlterTableCmd *>(lfirst(cc));
-        if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition) {
+        if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition ||
+            cmd->subtype == AT_DetachPartitionFinalize) {
             // The parent first, in the mode ALTER TABLE takes it, as it would
             // (OnAttach and OnDetach lock the partition next).
             LockRelationOid(named, AlterTableGetLockLevel(stmt->cmds));
@@ -386,6 +412,8 @@ void CheckAlterTable(AlterTableStmt *stmt) {
             OnAttach(named, castNode(PartitionCmd, cmd->def));
         else if (cmd->subtype == AT_DetachPartition)
             OnDetach(castNode(PartitionCmd, cmd->def));
+        else if (cmd->subtype == AT_DetachPartitionFinalize)
+            OnDetachFinalize(named, castNode(PartitionCmd, cmd->def));
         foreach (lc, targets) {
             Policy policy;
             if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
