@@ -97,23 +97,19 @@ List *DroppedTables(Node *tree) {
     return tops;
 }
 
-}  // namespace
-
-namespace {
-
 // The rows of removed's leaves that LeavesHome, tombstoned under their home
 // (home: InvalidOid), or under home.
 int64 TombstoneRows(Oid removed, const List *going, Oid home) {
     int64 written = 0;
     ListCell *lc;
     foreach (lc, find_all_inheritors(removed, NoLock, nullptr)) {
+        Oid leaf = lfirst_oid(lc);
         Policy policy;
-        if (OidIsValid(home)
-                ? !(get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
-                    GuardPolicy(lfirst_oid(lc), &policy) && policy.scope == Scope::kRow)
-                : !LeavesHome(lfirst_oid(lc), going, &policy))
+        bool row_leaf = get_rel_relkind(leaf) == RELKIND_RELATION && GuardPolicy(leaf, &policy) &&
+                        policy.scope == Scope::kRow;
+        if (OidIsValid(home) ? !row_leaf : !LeavesHome(leaf, going, &policy))
             continue;
-        Relation rel = table_open(lfirst_oid(lc), NoLock);  // locked by the caller
+        Relation rel = table_open(leaf, NoLock);  // locked by the caller
         written += TombstoneEveryRow(rel, OidIsValid(home) ? home : policy.home_relid,
                                      policy.token_attnum);
         table_close(rel, NoLock);
