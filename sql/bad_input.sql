@@ -183,6 +183,7 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing.on_ddl_command_end()', 'called directly', $$SELECT fencing.on_ddl_command_end()$$),
 ('fencing.on_sql_drop()', 'called directly', $$SELECT fencing.on_sql_drop()$$),
 ('fencing.on_sql_drop_cascade()', 'called directly', $$SELECT fencing.on_sql_drop_cascade()$$),
+('fencing.on_partition_drop()', 'called directly', $$SELECT fencing.on_partition_drop()$$),
 ('fencing.ddl_check_start()', 'called directly', $$SELECT fencing.ddl_check_start()$$),
 ('fencing.on_guard_ddl()', 'called directly', $$SELECT fencing.on_guard_ddl()$$),
 ('fencing.on_table_ddl(oid)', 'NULL', $$SELECT fencing.on_table_ddl(NULL)$$),

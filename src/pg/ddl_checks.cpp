@@ -9,6 +9,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/guard_install.hpp"
 #include "pg/guc.hpp"
+#include "pg/partition_removal.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
 
@@ -20,6 +21,7 @@ extern "C" {
 #include "access/tableam.h"
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
@@ -371,11 +373,29 @@ void OnDetach(PartitionCmd *cmd) {
     Policy policy;
     if (!OidIsValid(part) || !FencedPolicy(part, &policy) || policy.home_relid == part)
         return;
+    bool row = policy.scope == Scope::kRow;
+    // Row scope: the rows leave the home's tree, so each leaves a tombstone
+    // under the home first. DETACH CONCURRENTLY commits its first half before
+    // it waits for the partition's readers, and writers go on raising row
+    // tokens in between, past any tombstone written here: refused.
+    if (row && cmd->concurrent)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("cannot detach partition %s of row-scope fenced table %s concurrently",
+                        RelName(part), RelName(policy.home_relid)),
+                 errdetail("Each detached row leaves a tombstone under %s in the DETACH's "
+                           "transaction; DETACH CONCURRENTLY commits in two transactions and "
+                           "lets writers raise the rows' tokens in between.",
+                           RelName(policy.home_relid)),
+                 errhint("Use ALTER TABLE ... DETACH PARTITION without CONCURRENTLY.")));
     // The state copied below must be what it is when the DETACH commits: the
     // partition locked as DETACH locks it (its writers, and the writes through
-    // the parent, which CheckAlterTable locked, are done), and the home's
-    // table HWM held still, since writes to other partitions raise it too.
+    // the parent, which CheckAlterTable locked, are done; in row scope every
+    // partition under it too, whose rows are read), and the home's table HWM
+    // held still, since writes to other partitions raise it too.
     LockRelationOid(part, cmd->concurrent ? ShareUpdateExclusiveLock : AccessExclusiveLock);
+    if (row)
+        (void)find_all_inheritors(part, AccessExclusiveLock, nullptr);
     HoldTableHwm(policy.home_relid);
     InternalSession access;
     BeginInternal(&access);
@@ -390,10 +410,38 @@ void OnDetach(PartitionCmd *cmd) {
         2, types, values, nullptr, false);
     CopyStoredHwms(policy.home_relid, part);
     EndInternal(&access);
+    // After the copy: the detached table keeps its rows, and needs no
+    // tombstones of them.
+    if (row)
+        TombstoneRowsUnder(part, policy.home_relid);
     if (n > 0)
         ereport(NOTICE, (errmsg("detached partition %s stays fenced on its own, with the policy "
                                 "and high-water marks of %s",
                                 RelName(part), RelName(policy.home_relid))));
+}
+
+// DETACH ... FINALIZE of a partition a DETACH CONCURRENTLY left detach-pending
+// (refused in row scope above, so one that a server before 1.4 started, or
+// that ran with this event trigger disabled): in row scope the rows leave
+// now, and leave tombstones under the parent's home first.
+void OnDetachFinalize(Oid parent, PartitionCmd *cmd) {
+    Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
+    if (!OidIsValid(part))
+        return;
+    // The parent's home: the pending partition may already be guarded as its
+    // own (a DETACH CONCURRENTLY copies the policy in its first transaction).
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    Oid home = parent;
+    while (OidIsValid(home) && !ReadProtectedRow(home, &row))
+        home = get_rel_relispartition(home) ? get_partition_parent(home, true) : InvalidOid;
+    EndInternal(&access);
+    if (!OidIsValid(home) || row.scope != Scope::kRow)
+        return;
+    LockRelationOid(part, AccessExclusiveLock);
+    (void)find_all_inheritors(part, AccessExclusiveLock, nullptr);
+    TombstoneRowsUnder(part, home);
 }
 
 // Typed tables of a composite type's relation (ALTER TYPE ... ALTER ATTRIBUTE).
@@ -418,7 +466,8 @@ void CheckAlterTable(AlterTableStmt *stmt) {
     ListCell *lc, *cc;
     foreach (cc, stmt->cmds) {
         auto *cmd = static_cast<AlterTableCmd *>(lfirst(cc));
-        if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition) {
+        if (cmd->subtype == AT_AttachPartition || cmd->subtype == AT_DetachPartition ||
+            cmd->subtype == AT_DetachPartitionFinalize) {
             // The parent first, in the mode ALTER TABLE takes it, as it would
             // (OnAttach and OnDetach lock the partition next).
             LockRelationOid(named, AlterTableGetLockLevel(stmt->cmds));
@@ -431,6 +480,8 @@ void CheckAlterTable(AlterTableStmt *stmt) {
             OnAttach(named, castNode(PartitionCmd, cmd->def));
         else if (cmd->subtype == AT_DetachPartition)
             OnDetach(castNode(PartitionCmd, cmd->def));
+        else if (cmd->subtype == AT_DetachPartitionFinalize)
+            OnDetachFinalize(named, castNode(PartitionCmd, cmd->def));
         foreach (lc, targets) {
             Policy policy;
             if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
@@ -642,7 +693,8 @@ void CheckAfterTableDdl(Oid relid) {
 using namespace fencing::pg;
 
 // The ddl_command_start event triggers: ALTER TABLE, ALTER TYPE
-// (fencing_ddl_check_start) and CREATE TABLE (fencing_ddl_check_create).
+// (fencing_ddl_check_start), CREATE TABLE (fencing_ddl_check_create), and
+// DROP TABLE, DROP SCHEMA, DROP OWNED (fencing_ddl_check_drop).
 FENCING_FUNCTION(fencing_ddl_check_start) {
     if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -655,5 +707,7 @@ FENCING_FUNCTION(fencing_ddl_check_start) {
         CheckAlterEnum(castNode(AlterEnumStmt, tree));
     else if (IsA(tree, CreateStmt))
         CheckCreateLike(castNode(CreateStmt, tree));
+    else if (IsA(tree, DropStmt) || IsA(tree, DropOwnedStmt))
+        BeforeDrop(tree);
     PG_RETURN_NULL();
 }

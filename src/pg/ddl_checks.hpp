@@ -11,8 +11,10 @@
 //  * What a command is about to change (the ddl_command_start event trigger
 //    fencing.ddl_check_start, installed by the 1.1 script): a type change of
 //    the token or resource column, of a row-scope key that has tombstones,
-//    dropping such a key, renaming an enum label that keys fencing state; and
-//    ATTACH / DETACH PARTITION, whose fencing state is carried over.
+//    dropping such a key, renaming an enum label that keys fencing state;
+//    ATTACH / DETACH PARTITION, whose fencing state is carried over; and the
+//    rows a DETACH or DROP takes out of a row-scope fenced table, which leave
+//    tombstones first (pg/partition_removal.hpp).
 #pragma once
 
 #include "pg/pg.hpp"

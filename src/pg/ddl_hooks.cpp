@@ -55,6 +55,17 @@ bool InRepackSchema(Oid relid) {
            getExtensionOfObject(NamespaceRelationId, get_rel_namespace(relid)) == repack;
 }
 
+// pg_partman's template table (template_<schema>_<table> in pg_partman's
+// schema): created LIKE the partitioned parent, so it has the fencing_token
+// column, but it holds no rows and no write reaches the partitions through
+// it (they take their parent's policy). Auto-protection leaves it alone;
+// fencing_protect() still fences it if asked to.
+bool IsPartmanTemplate(Oid relid) {
+    Oid schema = ExtensionSchemaOf("pg_partman");
+    return OidIsValid(schema) && get_rel_namespace(relid) == schema &&
+           strncmp(get_rel_name(relid), "template_", strlen("template_")) == 0;
+}
+
 // DDL hook, for one table created or altered by the current command.
 void OnTableDdl(Oid relid) {
     char kind = get_rel_relkind(relid);
@@ -130,6 +141,14 @@ void OnTableDdl(Oid relid) {
     int n = TokenColumns(relid, row.token_column);
     if (n == 0)
         return;
+    if (IsPartmanTemplate(relid)) {
+        ereport(NOTICE, (errmsg("table %s is not fenced automatically: it is pg_partman's "
+                                "template table",
+                                RelName(relid)),
+                         errdetail("It holds no rows; the partitions pg_partman creates take "
+                                   "their parent's policy.")));
+        return;
+    }
     if (n > 1) {
         ereport(NOTICE,
                 (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",

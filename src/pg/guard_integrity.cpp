@@ -586,26 +586,7 @@ FENCING_FUNCTION(fencing_truncate_guard) {
                         errhint("SELECT * FROM fencing_verify_guards(true);")));
     if (policy.scope != Scope::kRow)
         return PointerGetDatum(nullptr);
-    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
-    TupleTableSlot *slot = table_slot_create(rel, nullptr);
-    MemoryContext per_row =
-        AllocSetContextCreate(CurrentMemoryContext, "fencing truncate", ALLOCSET_DEFAULT_SIZES);
-    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
-        bool isnull;
-        Datum token = slot_getattr(slot, policy.token_attnum, &isnull);
-        if (isnull)
-            continue;  // a row written without a token carries no HWM
-        MemoryContext caller = MemoryContextSwitchTo(per_row);
-        HeapTuple row = ExecCopySlotHeapTuple(slot);
-        LeaveTombstone(rel, policy.home_relid, row, DatumGetInt64(token));
-        MemoryContextSwitchTo(caller);
-        MemoryContextReset(per_row);
-    }
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
-    UnregisterSnapshot(snapshot);
-    MemoryContextDelete(per_row);
+    TombstoneEveryRow(rel, policy.home_relid, policy.token_attnum);
     return PointerGetDatum(nullptr);
 }
 

@@ -27,9 +27,9 @@ void ForgetOwner(Datum, int, uint32) {
     cached_owner = InvalidOid;
 }
 
-// The fencing extension's pg_extension row: its owner and schema.
-bool ReadExtension(Oid *owner, Oid *schema) {
-    Oid ext = get_extension_oid("fencing", true);
+// An extension's pg_extension row: its owner and schema.
+bool ReadExtension(const char *name, Oid *owner, Oid *schema) {
+    Oid ext = get_extension_oid(name, true);
     if (!OidIsValid(ext))
         return false;
     Relation rel = table_open(ExtensionRelationId, AccessShareLock);
@@ -56,14 +56,18 @@ Oid ExtensionOwner() {
         owner_callback_registered = true;
     }
     Oid schema;
-    if (!OidIsValid(cached_owner) && !ReadExtension(&cached_owner, &schema))
+    if (!OidIsValid(cached_owner) && !ReadExtension("fencing", &cached_owner, &schema))
         cached_owner = InvalidOid;
     return cached_owner;
 }
 
 Oid ExtensionSchema() {
+    return ExtensionSchemaOf("fencing");
+}
+
+Oid ExtensionSchemaOf(const char *extname) {
     Oid owner, schema;
-    return ReadExtension(&owner, &schema) ? schema : InvalidOid;
+    return ReadExtension(extname, &owner, &schema) ? schema : InvalidOid;
 }
 
 void BeginInternal(InternalSession *session) {

@@ -34,6 +34,8 @@ void EndInternal(const InternalSession *session);
 Oid ExtensionOwner();
 // The schema the extension's objects live in (InvalidOid when not installed).
 Oid ExtensionSchema();
+// The schema of the named extension (InvalidOid when it is not installed).
+Oid ExtensionSchemaOf(const char *extname);
 
 // A fixed statement of the extension, prepared on first use inside an
 // internal session (so under the pinned search path) and kept for the

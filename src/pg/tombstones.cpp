@@ -174,4 +174,44 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     EndInternal(&access);
 }
 
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return 0;
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    MemoryContext per_row =
+        AllocSetContextCreate(CurrentMemoryContext, "fencing tombstones", ALLOCSET_DEFAULT_SIZES);
+    // One internal session for all rows: opening one per row (LeaveTombstone)
+    // costs more than the raise itself.
+    InternalSession access;
+    BeginInternal(&access);
+    int64 written = 0;
+    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        bool isnull;
+        Datum token = slot_getattr(slot, token_attnum, &isnull);
+        if (isnull)
+            continue;
+        MemoryContext caller = MemoryContextSwitchTo(per_row);
+        bool should_free;
+        HeapTuple row = ExecFetchSlotHeapTuple(slot, false, &should_free);
+        Datum key;
+        if (RowKeyOf(rel, row, &key)) {
+            RequireTombstoneKeyFits(rel, home_relid, key, true);
+            RaiseTombstone(home_relid, key, DatumGetInt64(token));
+            ++written;
+        }
+        MemoryContextSwitchTo(caller);
+        MemoryContextReset(per_row);
+    }
+    EndInternal(&access);
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    MemoryContextDelete(per_row);
+    return written;
+}
+
 }  // namespace fencing::pg

@@ -49,4 +49,13 @@ void RequireTombstoneKeysFitRows(Oid relid);
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 
+// Records (or raises) a tombstone under home_relid for every row of rel (a
+// leaf) that carries a token, read with the latest snapshot, as a DELETE of
+// each would: for TRUNCATE and for DDL that takes the rows out of the home's
+// tree (DROP or DETACH of a partition). The caller holds a lock on rel that
+// keeps every writer out. A row whose token is NULL carries no HWM, and a
+// tombstone already stored for its key is kept, so skipping it loses nothing.
+// Returns how many tombstones were written or raised.
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
+
 }  // namespace fencing::pg
