@@ -152,17 +152,17 @@ InternalStatement lease_lock = {
 InternalStatement lease_first = {
     "INSERT INTO fencing.lease (namespace, resource, holder, token, acquired_at,"
     "                           expires_at)"
-    " VALUES ($1, $2, $3, 1, pg_catalog.clock_timestamp(),"
-    "         pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4)"
+    " SELECT $1, $2, $3, 1, c.now, c.now OPERATOR(pg_catalog.+) $4"
+    "   FROM (SELECT pg_catalog.clock_timestamp() AS now) c"
     " ON CONFLICT (namespace, resource) DO NOTHING",
     4,
     {TEXTOID, TEXTOID, TEXTOID, INTERVALOID},
     nullptr};
 InternalStatement lease_grant = {
     "UPDATE fencing.lease SET holder = $3, token = $4,"
-    "       acquired_at = pg_catalog.clock_timestamp(),"
-    "       expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $5,"
+    "       acquired_at = c.now, expires_at = c.now OPERATOR(pg_catalog.+) $5,"
     "       released_at = NULL"
+    "  FROM (SELECT pg_catalog.clock_timestamp() AS now) c"
     " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
     5,
     {TEXTOID, TEXTOID, TEXTOID, INT8OID, INTERVALOID},
