@@ -32,6 +32,15 @@
 #              loop, synchronous and asynchronous failover, pg_dump/pg_restore,
 #              pg_upgrade, ALTER EXTENSION UPDATE along every update script, the
 #              statistics counters with fencing preloaded
+#   pooler     Debian's PgBouncer in transaction, statement and session pooling, one
+#              server connection shared by several clients: no token crosses clients,
+#              stale holders refused (test/pooler/run.sh)
+#   repack     pg_repack (-t, -d, -x, -i), VACUUM FULL, CLUSTER of the extension's and
+#              protected tables under raisers, commit order recorded (test/repack/run.sh)
+#   partman    pg_partman create_parent, run_maintenance and retention on fenced tables
+#              (test/partman/run.sh)
+#   encodings  CREATE EXTENSION and every update path in every server encoding
+#              (test/encodings/run.sh)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
 #              Java, Django, SQLAlchemy against the same scratch cluster
 #
