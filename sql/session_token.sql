@@ -115,6 +115,17 @@ BEGIN;
 SET LOCAL fencing.token = 31;
 UPDATE st_t SET v = 15 WHERE id = 1;
 COMMIT;
+-- RESET (or SET ... TO DEFAULT) inside a transaction brings back the role's
+-- value: that is still the session's token, not one this transaction chose.
+BEGIN;
+RESET fencing.token;
+SHOW fencing.token;
+UPDATE st_t SET v = 16 WHERE id = 1;
+ROLLBACK;
+BEGIN;
+SET LOCAL fencing.token TO DEFAULT;
+UPDATE st_t SET v = 16 WHERE id = 1;
+ROLLBACK;
 -- Set before the library is loaded (a placeholder) by a role that may not set
 -- it: dropped when the library loads.
 \c - regress_st_role

@@ -94,10 +94,14 @@ config_generic *FindSetting(const char *name) {
 // ROLE or DATABASE ... SET, postgresql.conf or a connection option. (A value
 // SET before the library was loaded is re-applied by
 // DefineCustomStringVariable, which drops the stack entry that makes for a
-// value of an earlier transaction and keeps those of the current one.)
+// value of an earlier transaction and keeps those of the current one.) The
+// value must also come from a SET of this transaction: a RESET, or SET ... TO
+// DEFAULT, inside it pushes an entry too but brings back the session's value
+// (ALTER ROLE ... SET, postgresql.conf), with that value's source.
 bool SetInThisTransaction() {
     // Without the record nothing can be told apart: refuse (fail closed).
-    return token_record != nullptr && token_record->stack != nullptr;
+    return token_record != nullptr && token_record->stack != nullptr &&
+           token_record->source == PGC_S_SESSION;
 }
 
 [[noreturn]] void RefuseSessionToken() {
