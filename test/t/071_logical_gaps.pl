@@ -7,6 +7,8 @@
 #    writer admitted on the subscriber.
 #  * fencing_resource_reset() on the subscriber, then a raise on the
 #    publisher: apply's UPDATE finds no row to update and drops the raise.
+#  * fencing_publish() on a publication with a row filter or a column list
+#    on a state table.
 #  * copy_data = false: the publisher's state rows never arrive, and each
 #    later raise is an UPDATE of a row the subscriber does not have.
 #  * A replica-mode session (session_replication_role = replica, as apply and
@@ -34,6 +36,14 @@ $pub->safe_psql($db, $schema);
 $sub->safe_psql($db, $schema);
 query($pub, $db, 'CREATE PUBLICATION gpub FOR TABLE g_row, g_res');
 query($pub, $db, q{SELECT count(*) FROM fencing_publish('gpub')});
+# A state table with a row filter or a column list does not carry the state.
+query($pub, $db, 'CREATE PUBLICATION gfilter FOR TABLE g_row, fencing.resource_hwm WHERE (hwm < 50)');
+is(sqlstate($pub, $db, q{SELECT fencing_publish('gfilter')}), '55000',
+	'fencing_publish() refuses a state table published with a row filter');
+query($pub, $db, 'ALTER PUBLICATION gfilter SET TABLE g_row, fencing.lease (namespace, resource, token)');
+is(sqlstate($pub, $db, q{SELECT fencing_publish('gfilter')}), '55000',
+	'fencing_publish() refuses a state table published with a column list');
+query($pub, $db, 'DROP PUBLICATION gfilter');
 query($pub, $db, q{INSERT INTO g_row VALUES (1, 0, 10), (2, 0, 10); INSERT INTO g_res VALUES (1, 's1', 0, 10)});
 my $pubconn = $pub->connstr($db);
 query($sub, $db, 'CREATE SUBSCRIPTION gsub CONNECTION $c$' . $pubconn . '$c$ PUBLICATION gpub');
