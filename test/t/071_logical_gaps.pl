@@ -11,6 +11,7 @@
 #    on a state table.
 #  * copy_data = false: the publisher's state rows never arrive, and each
 #    later raise is an UPDATE of a row the subscriber does not have.
+#  * A data-only restore over the database a row was deleted from since.
 #  * A replica-mode session (session_replication_role = replica, as apply and
 #    restores run) whose fencing_resource_advance() writes a resource's first
 #    HWM: its commit must be durable (flushed) under synchronous_commit = off.
@@ -102,6 +103,21 @@ is(query($sub, 'nocopy', q{SELECT coalesce(fencing_resource_high_water('s1'), 0)
 like(query($sub, 'nocopy', q{SELECT string_agg(problem, ' | ') FROM fencing_check_subscription()}),
 	qr/copy_data = false/, 'fencing_check_subscription() reports the state tables subscribed without their copy');
 query($sub, 'nocopy', 'DROP SUBSCRIPTION gnocopy');
+
+# A data-only restore (session_replication_role = replica) over the database
+# it was dumped from: rows deleted since, at a higher token, comes back with
+# its old token; its key must still refuse what the delete fenced.
+my $dump = $pub->basedir . '/g.dump';
+$pub->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $pub->connstr($db) ], 'pg_dump -Fc');
+query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 40; DELETE FROM g_row; COMMIT');
+{
+	local $ENV{PGOPTIONS} = '-c session_replication_role=replica';
+	$pub->command_ok([ 'pg_restore', '--data-only', '-t', 'g_row', '-d', $pub->connstr($db), $dump ],
+		'data-only restore of g_row');
+}
+is(query($pub, $db, 'SELECT fence FROM g_row WHERE id = 2'), '20', 'the deleted row is back with its dumped token');
+is(sqlstate($pub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 4 WHERE id = 2; COMMIT'),
+	'TF001', 'a key deleted at 40 refuses 30 after a data-only restore brought its row back at 20');
 
 # Replica mode, synchronous_commit = off: a first resource HWM written by
 # fencing_resource_advance() commits durably. The statement runs alone on the
