@@ -5,6 +5,8 @@
 #    token than a raise made on the subscriber, or an applied re-INSERT of a
 #    key the subscriber deleted at a higher token, must not leave a stale
 #    writer admitted on the subscriber.
+#  * A namespace claimed at run time on the publisher is unclaimed on the
+#    subscriber: another role must not take it and reset its HWMs.
 #  * fencing_resource_reset() on the subscriber, then a raise on the
 #    publisher: apply's UPDATE finds no row to update and drops the raise.
 #  * fencing_publish() on a publication with a row filter or a column list
@@ -81,6 +83,25 @@ is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v 
 	'TF001', 'a row raised to 50 on the subscriber refuses 30 after a lower applied UPDATE');
 is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 3 WHERE id = 2; COMMIT'),
 	'TF001', 'a key deleted at 50 on the subscriber refuses 30 after an applied re-INSERT at 20');
+
+# A namespace claimed on the publisher at run time (its first
+# fencing_resource_advance or fencing_acquire, no DDL) is unclaimed on the
+# subscriber, while its HWMs arrive there: another role must not claim it
+# and reset them.
+for my $node ($pub, $sub)
+{
+	query($node, $db, 'CREATE ROLE alice; CREATE ROLE mallory');
+}
+query($pub, $db, q{SET ROLE alice; SELECT fencing_resource_advance('r1', 50, 'ns_alice')});
+ok(catch_up('gsub'), 'the namespace HWM applied');
+is(query($sub, $db, q{SELECT fencing_resource_high_water('r1', 'ns_alice')}), '50', 'the HWM arrived');
+my @states = sqlstates($sub, $db, 'SET ROLE mallory',
+	q{SELECT fencing_resource_advance('other', 1, 'ns_alice')},
+	q{SELECT fencing_resource_reset('r1', 'ns_alice')});
+is("$states[1] $states[2]", '42501 42501',
+	'another role cannot claim the replicated namespace on the subscriber, nor reset its HWMs');
+is(query($sub, $db, q{SELECT coalesce(fencing_resource_high_water('r1', 'ns_alice'), 0)}), '50',
+	"the replicated HWM is still there");
 
 # A reset on the subscriber, then a raise on the publisher (acknowledged).
 query($sub, $db, q{SELECT fencing_resource_reset('s1')});
