@@ -63,16 +63,24 @@ InternalStatement owner_claim[2] = {
 // Whether the namespace has no owner row but holds HWMs or leases: they came
 // from elsewhere (logical replication from a publisher that claimed it at run
 // time, where fencing.resource_namespace does not travel, or a partial
-// restore).
-InternalStatement state_without_owner = {
-    "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace"
-    "                            WHERE name OPERATOR(pg_catalog.=) $1)"
-    "   AND (EXISTS (SELECT FROM fencing.resource_hwm"
+// restore). [with_leases]: 1.0's SQL has no fencing.lease.
+#define FENCING_STATE_WITHOUT_OWNER                                     \
+    "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
+    "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
+    "   AND (EXISTS (SELECT FROM fencing.resource_hwm"                  \
     "                 WHERE namespace OPERATOR(pg_catalog.=) $1)"
-    "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1))",
-    1,
-    {TEXTOID},
-    nullptr};
+InternalStatement state_without_owner[2] = {
+    {FENCING_STATE_WITHOUT_OWNER ")", 1, {TEXTOID}, nullptr},
+    {FENCING_STATE_WITHOUT_OWNER
+     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1))",
+     1,
+     {TEXTOID},
+     nullptr}};
+#undef FENCING_STATE_WITHOUT_OWNER
+
+bool HasLeaseTable() {
+    return OidIsValid(get_relname_relid("lease", get_namespace_oid("fencing", false)));
+}
 
 Oid StoredOwner(const char *name_space, bool lock) {
     Datum values[] = {CStringGetTextDatum(name_space)};
@@ -127,7 +135,7 @@ void JoinNamespace(const char *name_space, Oid table_owner) {
         // it an owner then.
         Datum ns[] = {CStringGetTextDatum(name_space)};
         if (!superuser_arg(table_owner) &&
-            RunInternalStatement(&state_without_owner, ns, nullptr) > 0)
+            RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
             ereport(ERROR,
                     (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                      errmsg("resource namespace %s has no owner here but holds high-water marks "
