@@ -214,6 +214,20 @@ BEGIN
             DETAIL = 'HWMs, tombstones and lease tokens are inserted and raised by updates.',
             HINT = 'ALTER PUBLICATION ... SET (publish = ''insert, update, delete, truncate'').';
     END IF;
+    -- A row filter on a state table turns a raise out of it into a DELETE
+    -- (skipped by apply) and drops every later one; a column list leaves
+    -- columns NULL or stale on the subscriber. The state travels whole.
+    SELECT pg_catalog.string_agg(r.prrelid::pg_catalog.regclass::pg_catalog.text, ', ') INTO missing
+      FROM pg_catalog.pg_publication_rel r
+     WHERE r.prpubid OPERATOR(pg_catalog.=) pub.oid
+       AND r.prrelid OPERATOR(pg_catalog.=) ANY (SELECT s.relid::pg_catalog.oid FROM fencing.replicated_state() s)
+       AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL);
+    IF missing IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'object_not_in_prerequisite_state',
+            MESSAGE = pg_catalog.format('publication "%s" publishes %s with a row filter or a column list', publication, missing),
+            DETAIL = 'A row filter drops the raises of HWM rows it does not match (a raise out of it is published as a DELETE, which apply skips); a column list leaves the other columns behind.',
+            HINT = 'ALTER PUBLICATION ... SET TABLE the state tables without WHERE or a column list, then call fencing_publish() again.';
+    END IF;
     SELECT pg_catalog.string_agg(s.relid::pg_catalog.text, ', ') INTO missing
       FROM fencing.replicated_state() s
      WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_publication_rel r
@@ -266,6 +280,16 @@ CREATE FUNCTION @extschema@.fencing_check_subscription()
       JOIN pg_catalog.pg_subscription_rel r ON r.srsubid OPERATOR(pg_catalog.=) sub.oid
      WHERE r.srsubstate OPERATOR(pg_catalog.<>) 'r'
     UNION ALL
+    -- A table added without its initial copy (copy_data = false) is READY with
+    -- no sync LSN. For a state table that is a loss, not a shortcut: the
+    -- publisher's rows from before never arrive, and each later raise of one
+    -- of them is an applied UPDATE of a row this cluster does not have, which
+    -- apply skips.
+    SELECT sub.subname, pg_catalog.format('%s was subscribed with copy_data = false: the publisher''s HWMs from before never arrive and their later raises are skipped (an UPDATE of a missing row); subscribe it again with copy_data = true', r.srrelid::pg_catalog.regclass)
+      FROM sub JOIN pg_catalog.pg_subscription_rel r ON r.srsubid OPERATOR(pg_catalog.=) sub.oid
+     WHERE r.srrelid OPERATOR(pg_catalog.=) ANY (SELECT st.relid::pg_catalog.oid FROM fencing.replicated_state() st)
+       AND r.srsubstate OPERATOR(pg_catalog.=) 'r' AND r.srsublsn IS NULL
+    UNION ALL
     SELECT sub.subname, pg_catalog.format('protected table %s is subscribed by another subscription than this one''s state tables: the two apply out of the publisher''s commit order', p.relid)
       FROM sub
       JOIN pg_catalog.pg_subscription_rel st ON st.srsubid OPERATOR(pg_catalog.=) sub.oid
@@ -279,7 +303,7 @@ CREATE FUNCTION @extschema@.fencing_check_subscription()
      WHERE ss.apply_error_count OPERATOR(pg_catalog.>) 0
 $$;
 COMMENT ON FUNCTION @extschema@.fencing_check_subscription() IS
-    'on a subscriber: problems that keep a subscription from carrying the publisher''s fencing state (binary mode, state tables missing or split, sync unfinished, apply errors)';
+    'on a subscriber: problems that keep a subscription from carrying the publisher''s fencing state (binary mode, state tables missing, split or not copied, sync unfinished, apply errors)';
 
 ----------------------------------------------------------------------------
 -- Smaller DDL cases: the token column dropped, long row keys, temporary

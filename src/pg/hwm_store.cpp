@@ -621,6 +621,15 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *
     return settled;
 }
 
+// Under session_replication_role = replica the state tables' replica trigger
+// (fencing.replica_keep_highest) makes an INSERT write the row itself, and
+// the statement then reports no row: a first HWM written that way cannot be
+// told from a refusal by the row count. Such a session's commit is made
+// durable whenever it ran a statement that may raise.
+bool ReplicaTriggerMayWrite() {
+    return SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA;
+}
+
 // Whether a raise may be written in place (simple_heap_update), which fires
 // no trigger: only while no UPDATE trigger of the HWM table would fire in
 // this session. Such a trigger must see every raise: pg_repack's log
@@ -866,6 +875,8 @@ HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, InternalStatement *raise,
                                InternalStatement *read, InternalStatement *first, Datum *raise_args,
                                Datum *read_args, Datum *first_args, Token offered, bool strict) {
     LockForSpiRaise(h.direct, h.tag, h.key);
+    if (ReplicaTriggerMayWrite())
+        NoteHwmRaised();
     InternalSession access;
     BeginInternal(&access);
     HwmVerdict verdict = {false, 0};
@@ -1075,8 +1086,10 @@ bool ReadTombstone(Oid home_relid, Datum key, Token *hwm) {
 
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
-    if (Run(&tombstone_raise, args) > 0)
-        NoteHwmRaised();  // written or raised
+    // Written or raised; in replica mode possibly written by the replica
+    // trigger instead (ReplicaTriggerMayWrite).
+    if (Run(&tombstone_raise, args) > 0 || ReplicaTriggerMayWrite())
+        NoteHwmRaised();
 }
 
 namespace {

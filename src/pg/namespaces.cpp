@@ -60,6 +60,28 @@ InternalStatement owner_claim[2] = {
      {TEXTOID, REGROLEOID},
      nullptr}};
 
+// Whether the namespace has no owner row but holds HWMs or leases: they came
+// from elsewhere (logical replication from a publisher that claimed it at run
+// time, where fencing.resource_namespace does not travel, or a partial
+// restore). [with_leases]: 1.0's SQL has no fencing.lease.
+#define FENCING_STATE_WITHOUT_OWNER                                     \
+    "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
+    "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
+    "   AND (EXISTS (SELECT FROM fencing.resource_hwm"                  \
+    "                 WHERE namespace OPERATOR(pg_catalog.=) $1)"
+InternalStatement state_without_owner[2] = {
+    {FENCING_STATE_WITHOUT_OWNER ")", 1, {TEXTOID}, nullptr},
+    {FENCING_STATE_WITHOUT_OWNER
+     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1))",
+     1,
+     {TEXTOID},
+     nullptr}};
+#undef FENCING_STATE_WITHOUT_OWNER
+
+bool HasLeaseTable() {
+    return OidIsValid(get_relname_relid("lease", get_namespace_oid("fencing", false)));
+}
+
 Oid StoredOwner(const char *name_space, bool lock) {
     Datum values[] = {CStringGetTextDatum(name_space)};
     bool by_oid = OwnerKeptByOid();
@@ -108,6 +130,23 @@ void JoinNamespace(const char *name_space, Oid table_owner) {
     } else {
         // Claim it if unclaimed; then read the owner under a row lock, so two
         // first claims cannot both win.
+        // Claiming a namespace whose state came without its owner would let
+        // the first role to ask reset that state: only a superuser may give
+        // it an owner then.
+        Datum ns[] = {CStringGetTextDatum(name_space)};
+        if (!superuser_arg(table_owner) &&
+            RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
+            ereport(ERROR,
+                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                     errmsg("resource namespace %s has no owner here but holds high-water marks "
+                            "or leases",
+                            quote_literal_cstr(name_space)),
+                     errdetail("They came without their owner (logical replication or a partial "
+                               "restore); claiming the namespace would let %s reset them.",
+                               RoleName(table_owner)),
+                     errhint("A superuser can give it its owner: INSERT INTO "
+                             "fencing.resource_namespace (name, owner) VALUES (%s, '<role>').",
+                             quote_literal_cstr(name_space))));
         bool by_oid = OwnerKeptByOid();
         NameData owner_name;
         namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));

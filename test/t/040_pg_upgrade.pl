@@ -82,5 +82,17 @@ is(query($new, $db, q{SELECT fencing_acquire('held', 'h2', '1 hour') IS NULL}), 
 	'the live lease still excludes another holder after upgrade');
 is(query($new, $db, q{SELECT fenced_update('inventory', 31, '{"item": "a"}', '{"stock": 2}')}), '1',
 	'fresh token admitted after upgrade');
+# The state tables' replica trigger comes across ENABLE REPLICA, and a
+# replica-mode INSERT of a key the new cluster has (an applied row, a
+# data-only restore) still keeps the greater HWM.
+is(query($new, $db, q{SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ' ' ORDER BY tgrelid::regclass::text)
+	FROM pg_trigger WHERE tgname = 'replica_keep_highest'}),
+	'fencing.lease:R fencing.resource_hwm:R fencing.row_tombstone:R fencing.table_hwm:R',
+	'new cluster: replica_keep_highest on the four state tables, ENABLE REPLICA');
+query($new, $db, q{SET session_replication_role = replica;
+	INSERT INTO fencing.table_hwm VALUES ('ledger', 1);
+	INSERT INTO fencing.resource_hwm VALUES ('orders', 's', 1)});
+is(query($new, $db, q{SELECT fencing_high_water('ledger') || ' ' || fencing_resource_high_water('s', 'orders')}),
+	'60 50', 'new cluster: a replica-mode INSERT of a lower HWM keeps the greater');
 $new->stop;
 done_testing();
