@@ -58,6 +58,9 @@ void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compr
 }
 
 void RequireTombstoneKeysFitRows(Oid relid) {
+    // find_all_inheritors locks the partitions, not relid itself, which the
+    // callers (fencing_protect(), auto-protection) have not locked yet.
+    LockRelationOid(relid, AccessShareLock);
     List *rels = find_all_inheritors(relid, AccessShareLock, nullptr);
     ListCell *lc;
     foreach (lc, rels) {
