@@ -146,6 +146,10 @@ void BeforeDrop(Node *tree) {
                 LockRelationOid(parent, AccessExclusiveLock);
         }
     }
+    // Then each named table itself: find_all_inheritors locks only what is
+    // under it. A writer of the partition alone (its partition constraint
+    // cached, or a DELETE, which checks none) takes no lock on the parent.
+    foreach (lc, tops) LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
     going = WithInheritors(tops, AccessExclusiveLock);
     int64 written = 0;
     foreach (lc, tops)
