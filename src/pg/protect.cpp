@@ -163,7 +163,11 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
-    Oid below = ProtectedDescendant(relid);
+    // A table protected already is its partitions' home: an ATTACH carried
+    // their state over, and what a partition keeps on its own is a copy
+    // (DETACH ... CONCURRENTLY in resource or table scope, pending).
+    ProtectedRow current;
+    Oid below = ReadProtectedRow(relid, &current) ? InvalidOid : ProtectedDescendant(relid);
     if (OidIsValid(below))
         ereport(
             ERROR,
