@@ -194,4 +194,31 @@ SELECT pr_try(59, $$INSERT INTO tt VALUES (5, 'stale', 59)$$) AS tt_stale,
 SELECT count(*) FROM fencing.row_tombstone
  WHERE relid IN ('tt'::regclass, 'rr'::regclass);
 DROP TABLE tt, tt_b, tt_c, rr, rr_b, rr_c;
+
+-- A partitioned partition protected on its own (its own home, with its own
+-- tombstones) under an unprotected parent: the parent cannot become the
+-- fenced table while it is, neither by fencing_protect() nor by an added
+-- fencing_token column, since the guards would then judge keys by the
+-- parent's tombstones alone and a deleted key of the partition would come
+-- back with a stale token. Detach, protect, attach: ATTACH carries the state.
+CREATE TABLE up (id int PRIMARY KEY, v text, tok bigint) PARTITION BY RANGE (id);
+CREATE TABLE up_m PARTITION OF up FOR VALUES FROM (0) TO (100) PARTITION BY RANGE (id);
+CREATE TABLE up_l PARTITION OF up_m FOR VALUES FROM (0) TO (50);
+SELECT fencing_protect('up_m', token_column => 'tok', require_token => true);
+SELECT pr_try(10, $$INSERT INTO up VALUES (1, 'a'), (2, 'b')$$) AS seeded,
+       pr_try(10, $$DELETE FROM up WHERE id = 2$$) AS deleted;
+\set VERBOSITY terse
+SELECT fencing_protect('up', token_column => 'tok');
+ALTER TABLE up ADD COLUMN up_fence fencing_token;
+\set VERBOSITY default
+SELECT table_name, token_column, scope FROM fencing_protected
+ WHERE table_name::text LIKE 'up%' ORDER BY 1;
+SELECT pr_try(5, $$INSERT INTO up (id, v) VALUES (2, 'stale')$$) AS stale_reinsert;
+ALTER TABLE up DROP COLUMN up_fence;
+ALTER TABLE up DETACH PARTITION up_m;
+SELECT fencing_protect('up', token_column => 'tok');
+ALTER TABLE up ATTACH PARTITION up_m FOR VALUES FROM (0) TO (100);
+SELECT pr_try(5, $$INSERT INTO up (id, v) VALUES (2, 'stale')$$) AS stale_after_attach,
+       pr_try(11, $$INSERT INTO up (id, v) VALUES (2, 'fresh')$$) AS fresh_after_attach;
+DROP TABLE up;
 DROP FUNCTION pr_try(bigint, text), pr_upsert(regclass, bigint, jsonb), pr_tombstones(regclass);

@@ -498,6 +498,9 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
     if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
         return;
+    // The list is read after SPI_finish, which frees SPI's procedure context:
+    // it is built in the caller's.
+    MemoryContext caller = CurrentMemoryContext;
     InternalSession access;
     BeginInternal(&access);
     RunInternalSql("SELECT relid::pg_catalog.oid FROM fencing.protected", 0, nullptr, nullptr,
@@ -505,9 +508,10 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     List *fenced = NIL;
     for (uint64 i = 0; i < SPI_processed; ++i) {
         bool isnull;
-        fenced =
-            lappend_oid(fenced, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-                                                               SPI_tuptable->tupdesc, 1, &isnull)));
+        Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+        MemoryContext spi = MemoryContextSwitchTo(caller);
+        fenced = lappend_oid(fenced, DatumGetObjectId(d));
+        MemoryContextSwitchTo(spi);
     }
     EndInternal(&access);
     ListCell *lc, *leaf;

@@ -141,6 +141,20 @@ void OnTableDdl(Oid relid) {
     int n = TokenColumns(relid, row.token_column);
     if (n == 0)
         return;
+    Oid below = ProtectedDescendant(relid);
+    if (OidIsValid(below)) {
+        ereport(NOTICE,
+                (errmsg("table %s is not fenced automatically: its partition %s is protected "
+                        "on its own",
+                        RelName(relid), RelName(below)),
+                 errdetail("%s keeps its own tombstones and high-water marks, which %s would "
+                           "not see as their fenced table.",
+                           RelName(below), RelName(relid)),
+                 errhint("Detach %s, call fencing_protect(%s), then attach %s again: ATTACH "
+                         "carries its state over.",
+                         RelName(below), quote_literal_cstr(RelName(relid)), RelName(below))));
+        return;
+    }
     if (IsPartmanTemplate(relid)) {
         ereport(NOTICE, (errmsg("table %s is not fenced automatically: it is pg_partman's "
                                 "template table",

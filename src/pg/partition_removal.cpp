@@ -125,19 +125,18 @@ int64 TombstoneRowsUnder(Oid removed, Oid home) {
 
 void BeforeDrop(Node *tree) {
     List *tops = DroppedTables(tree);
-    List *going = WithInheritors(tops, NoLock);
-    ListCell *lc;
-    bool any = false;
-    foreach (lc, going) {
-        Policy policy;
-        any = any || LeavesHome(lfirst_oid(lc), going, &policy);
-    }
-    if (!any)
+    if (tops == NIL)
         return;
     // The locks the DROP takes anyway, in its order (a partition's parent
     // first, as RangeVarCallbackForDropRelation and heap_drop_with_catalog
-    // take it), taken now: no writer of the rows read below is in flight, and
-    // none comes before the DROP commits.
+    // take it), taken before the tree is read: no partition is attached
+    // under a dropped table after we look (an ATTACH in flight is waited
+    // for, and its partition seen), no writer of the rows read below is in
+    // flight, and none comes before the DROP commits. Then each named table
+    // itself: find_all_inheritors locks only what is under it, and a writer
+    // of the partition alone (its partition constraint cached, or a DELETE,
+    // which checks none) holds no lock on the parent.
+    ListCell *lc;
     foreach (lc, tops) {
         Oid relid = lfirst_oid(lc);
         if (get_rel_relispartition(relid)) {
@@ -146,7 +145,15 @@ void BeforeDrop(Node *tree) {
                 LockRelationOid(parent, AccessExclusiveLock);
         }
     }
-    going = WithInheritors(tops, AccessExclusiveLock);
+    foreach (lc, tops) LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+    List *going = WithInheritors(tops, AccessExclusiveLock);
+    bool any = false;
+    foreach (lc, going) {
+        Policy policy;
+        any = any || LeavesHome(lfirst_oid(lc), going, &policy);
+    }
+    if (!any)
+        return;
     int64 written = 0;
     foreach (lc, tops)
         if (!list_member_oid(going, get_rel_relispartition(lfirst_oid(lc))

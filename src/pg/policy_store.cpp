@@ -7,6 +7,7 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -110,6 +111,19 @@ Oid ProtectedAncestor(Oid relid) {
     foreach (lc, get_partition_ancestors(relid)) {
         ProtectedRow row;
         if (ReadProtectedRow(lfirst_oid(lc), &row))
+            return lfirst_oid(lc);
+    }
+    return InvalidOid;
+}
+
+// A protected table under relid in its partition tree (not relid itself), if any.
+Oid ProtectedDescendant(Oid relid) {
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+        return InvalidOid;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(relid, NoLock, nullptr)) {
+        ProtectedRow row;
+        if (lfirst_oid(lc) != relid && ReadProtectedRow(lfirst_oid(lc), &row))
             return lfirst_oid(lc);
     }
     return InvalidOid;

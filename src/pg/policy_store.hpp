@@ -36,6 +36,11 @@ bool RequireTokenByDefault();
 // The nearest partition ancestor of relid that is protected, if any.
 Oid ProtectedAncestor(Oid relid);
 
+// A protected table in relid's partition tree below relid, if any: it is
+// fenced as its own home, with state (tombstones, a table HWM) that relid
+// protected as a home would not see.
+Oid ProtectedDescendant(Oid relid);
+
 // How many fencing_token columns relid has; the first one's name in first.
 int TokenColumns(Oid relid, char first[NAMEDATALEN]);
 

@@ -163,6 +163,23 @@ Datum Protect(FunctionCallInfo fcinfo) {
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
+    // A table protected already is its partitions' home: an ATTACH carried
+    // their state over, and what a partition keeps on its own is a copy
+    // (DETACH ... CONCURRENTLY in resource or table scope, pending).
+    ProtectedRow current;
+    Oid below = ReadProtectedRow(relid, &current) ? InvalidOid : ProtectedDescendant(relid);
+    if (OidIsValid(below))
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("%s has a partition protected on its own: %s", RelName(relid), RelName(below)),
+             errdetail("%s keeps its own tombstones and high-water marks, which %s would "
+                       "not see once it became their fenced table: a stale writer could "
+                       "re-insert a deleted key.",
+                       RelName(below), RelName(relid)),
+             errhint("Detach %s, protect %s, then attach %s again: ATTACH carries its "
+                     "state over.",
+                     RelName(below), RelName(relid), RelName(below))));
     if (row.scope == Scope::kRow) {
         RequireCanonicalRowKeyOf(relid);  // InstallGuard checks again, for each leaf
         RequireTombstoneKeysFitRows(relid);

@@ -58,7 +58,13 @@ void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compr
 }
 
 void RequireTombstoneKeysFitRows(Oid relid) {
-    List *rels = find_all_inheritors(relid, AccessShareLock, nullptr);
+    // relid first (find_all_inheritors locks only what is under it; the
+    // callers, fencing_protect() and auto-protection, may not have locked it
+    // yet), then every partition, in the mode the guards' CREATE TRIGGER
+    // takes next: no row is written between this scan and the guards, and no
+    // lock is upgraded later (two callers upgrading deadlock).
+    LockRelationOid(relid, ShareRowExclusiveLock);
+    List *rels = find_all_inheritors(relid, ShareRowExclusiveLock, nullptr);
     ListCell *lc;
     foreach (lc, rels) {
         if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
