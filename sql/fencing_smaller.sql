@@ -39,6 +39,11 @@ INSERT INTO sm_res VALUES (1, 'a', 50);
 ALTER TABLE sm_res DROP COLUMN fence;
 \echo :LAST_ERROR_SQLSTATE
 UPDATE sm_res SET fence = 40 WHERE id = 1;
+-- With no row left, the namespace's HWM (50) still counts: refused too.
+BEGIN; SET LOCAL fencing.token = 50; DELETE FROM sm_res; COMMIT;
+ALTER TABLE sm_res DROP COLUMN fence;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_resource_high_water('a', 'sm_ns') AS namespace_hwm;
 DROP TABLE sm_res;
 
 -- Table scope: refused while the table HWM exists, even with no row left.

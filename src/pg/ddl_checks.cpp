@@ -223,6 +223,11 @@ void CheckTokenColumnDrop(Oid named, Oid rel, const Policy &p, const char *colum
     const char *why = nullptr;
     if (AnyRowHasValue(rel, p.token_attnum)) {
         why = "its rows carry tokens";
+    } else if (p.scope == Scope::kResource) {
+        // Its HWMs are its namespace's, shared with other tables and leases:
+        // re-added, the column would fence the table in row scope, apart
+        // from them, even with no row left here.
+        why = "its high-water marks are kept per resource, in its namespace";
     } else if (p.scope == Scope::kTable) {
         InternalSession access;
         BeginInternal(&access);
