@@ -19,6 +19,7 @@
 #include "pg/resource_key.hpp"
 #include "pg/row_key.hpp"
 #include "pg/stats.hpp"
+#include "pg/subscriber.hpp"
 #include "pg/tombstones.hpp"
 #include "pg/token_type.hpp"
 #include "pg/unfenced.hpp"
@@ -600,6 +601,8 @@ Datum Guard(FunctionCallInfo fcinfo) {
                               "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
     GuardContext g;
     ReadFiring(td, &g);
+    // Before anything is written (a shared HWM raised, a tombstone left).
+    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
     OfferedToken offered = ResolveOffer(g);
     bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
     if (!admitted)

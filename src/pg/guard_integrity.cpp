@@ -6,6 +6,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/relation_args.hpp"
 #include "pg/row_key.hpp"
+#include "pg/subscriber.hpp"
 #include "pg/tombstones.hpp"
 
 extern "C" {
@@ -584,6 +585,7 @@ FENCING_FUNCTION(fencing_truncate_guard) {
                         errmsg("table %s has a fencing truncate trigger but no guard",
                                RelName(RelationGetRelid(rel))),
                         errhint("SELECT * FROM fencing_verify_guards(true);")));
+    RefuseWriteOnSubscriber(rel, policy.home_relid);
     if (policy.scope != Scope::kRow)
         return PointerGetDatum(nullptr);
     TombstoneEveryRow(rel, policy.home_relid, policy.token_attnum);

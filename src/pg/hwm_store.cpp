@@ -3,6 +3,7 @@
 #include "pg/hwm_lock.hpp"
 #include "pg/internal_access.hpp"
 #include "pg/resource_key.hpp"
+#include "pg/subscriber.hpp"
 #include "pg/raise_registry.hpp"
 #include "pg/durability.hpp"
 
@@ -1245,6 +1246,7 @@ void DropStoredHwms(Datum relids) {
 }
 
 int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *caller) {
+    RefuseResetOnSubscriber("row_tombstone", "reset tombstones");
     if (key == (Datum)0) {
         Oid types[] = {OIDOID};
         Datum values[] = {ObjectIdGetDatum(relid)};
@@ -1263,6 +1265,7 @@ int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *call
 
 int64 ResetResourceHwm(const char *name_space, const char *resource, const char *target,
                        const char *caller) {
+    RefuseResetOnSubscriber("resource_hwm", "reset a resource's high-water mark");
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
     return ResetAndLog(
@@ -1272,6 +1275,7 @@ int64 ResetResourceHwm(const char *name_space, const char *resource, const char 
 }
 
 int64 ResetTableHwm(Oid relid, const char *target, const char *caller) {
+    RefuseResetOnSubscriber("table_hwm", "reset a table's high-water mark");
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
     return ResetAndLog(

@@ -1,19 +1,21 @@
 # Logical replication of a fenced database: what a subscriber must not lose
 # beyond the promotion of 070_logical.pl, and what fencing_check_subscription()
 # must report.
-#  * Row scope: a row's HWM is its token. An applied UPDATE with a lower
-#    token than a raise made on the subscriber, or an applied re-INSERT of a
-#    key the subscriber deleted at a higher token, must not leave a stale
-#    writer admitted on the subscriber.
+#  * While an enabled subscription replicates a protected table, local
+#    writes to it are refused (55000) in every scope and on every write path:
+#    apply would overwrite them with the publisher's writes (row scope: an
+#    UPDATE at a lower token than the local one, a re-INSERT of a key deleted
+#    locally at a higher token). After ALTER SUBSCRIPTION ... DISABLE they are
+#    fenced by the state replicated so far; enabled again, refused again.
+#    A partitioned table published through its root is replicated too.
 #  * A namespace claimed at run time on the publisher is unclaimed on the
 #    subscriber: another role must not take it and reset its HWMs.
-#  * fencing_resource_reset() on the subscriber, then a raise on the
-#    publisher: apply's UPDATE finds no row to update and drops the raise.
+#  * Resets on the subscriber are refused while it subscribes: apply's
+#    UPDATE of a raise on the publisher would find no row to update.
 #  * fencing_publish() on a publication with a row filter or a column list
 #    on a state table.
 #  * copy_data = false: the publisher's state rows never arrive, and each
 #    later raise is an UPDATE of a row the subscriber does not have.
-#  * A data-only restore over the database a row was deleted from since.
 #  * A replica-mode session (session_replication_role = replica, as apply and
 #    restores run) whose fencing_resource_advance() writes a resource's first
 #    HWM: its commit must be durable (flushed) under synchronous_commit = off.
@@ -34,10 +36,12 @@ CREATE EXTENSION fencing;
 CREATE TABLE g_row (id int PRIMARY KEY, v int, fence fencing_token);
 CREATE TABLE g_res (id int PRIMARY KEY, shard text, v int, fence fencing_token);
 SELECT fencing_protect('g_res', scope => 'resource', resource_column => 'shard');
+CREATE TABLE g_part (id int PRIMARY KEY, v int, fence fencing_token) PARTITION BY RANGE (id);
+CREATE TABLE g_part_1 PARTITION OF g_part FOR VALUES FROM (0) TO (100);
 SQL
 $pub->safe_psql($db, $schema);
 $sub->safe_psql($db, $schema);
-query($pub, $db, 'CREATE PUBLICATION gpub FOR TABLE g_row, g_res');
+query($pub, $db, 'CREATE PUBLICATION gpub FOR TABLE g_row, g_res, g_part WITH (publish_via_partition_root = true)');
 query($pub, $db, q{SELECT count(*) FROM fencing_publish('gpub')});
 # A state table with a row filter or a column list does not carry the state.
 query($pub, $db, 'CREATE PUBLICATION gfilter FOR TABLE g_row, fencing.resource_hwm WHERE (hwm < 50)');
@@ -47,7 +51,8 @@ query($pub, $db, 'ALTER PUBLICATION gfilter SET TABLE g_row, fencing.lease (name
 is(sqlstate($pub, $db, q{SELECT fencing_publish('gfilter')}), '55000',
 	'fencing_publish() refuses a state table published with a column list');
 query($pub, $db, 'DROP PUBLICATION gfilter');
-query($pub, $db, q{INSERT INTO g_row VALUES (1, 0, 10), (2, 0, 10); INSERT INTO g_res VALUES (1, 's1', 0, 10)});
+query($pub, $db,
+	q{INSERT INTO g_row VALUES (1, 0, 10), (2, 0, 10); INSERT INTO g_res VALUES (1, 's1', 0, 10); INSERT INTO g_part VALUES (1, 0, 10)});
 my $pubconn = $pub->connstr($db);
 query($sub, $db, 'CREATE SUBSCRIPTION gsub CONNECTION $c$' . $pubconn . '$c$ PUBLICATION gpub');
 
@@ -70,19 +75,34 @@ sub catch_up
 ok(catch_up('gsub'), 'initial sync');
 is(query($sub, $db, 'SELECT count(*) FROM fencing_check_subscription()'), '0', 'nothing reported after a full sync');
 
-# Row scope, while subscribed: the subscriber raises row 1 to 50 and deletes
-# row 2 at 50; the publisher then writes row 1 at 20 and re-inserts row 2 at
-# 20 (both fenced there, against its own HWMs of 10).
-query($sub, $db, 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_row SET v = 1 WHERE id = 1; COMMIT');
-query($sub, $db, 'BEGIN; SET LOCAL fencing.token = 50; DELETE FROM g_row WHERE id = 2; COMMIT');
+# While subscribed, the subscriber's local writes are refused: a raise of
+# row 1 to 50 and a delete of row 2 at 50 would be overwritten by the
+# publisher's later writes at 20 (fenced there against its own HWMs of 10),
+# after which 30 would be admitted here. Every scope and write path.
+my %local = (
+	'UPDATE of row 1 at 50' => 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_row SET v = 1 WHERE id = 1; COMMIT',
+	'DELETE of row 2 at 50' => 'BEGIN; SET LOCAL fencing.token = 50; DELETE FROM g_row WHERE id = 2; COMMIT',
+	'INSERT with the token column' => 'INSERT INTO g_row VALUES (3, 0, 50)',
+	'fenced_update()' => q{SELECT fenced_update('g_row', 50, '{"id": 1}', '{"v": 1}')},
+	'TRUNCATE' => 'TRUNCATE g_row',
+	'write in resource scope' => 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_res SET v = 1 WHERE id = 1; COMMIT',
+	'write to a partition of a table published via its root' =>
+	  'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_part SET v = 1 WHERE id = 1; COMMIT',);
+for my $what (sort keys %local)
+{
+	is(sqlstate($sub, $db, $local{$what}), '55000', "while subscribed, a local $what is refused");
+}
+my ($stdout, $stderr);
+$sub->psql($db, 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_row SET v = 1 WHERE id = 1; COMMIT',
+	stdout => \$stdout, stderr => \$stderr);
+like($stderr, qr/table .*g_row.* is replicated into this database by subscription "gsub"/, 'the error names the subscription');
+is(query($sub, $db,
+		q{SELECT string_agg(id || ':' || fence, ',' ORDER BY id) || '/' || (SELECT count(*) FROM fencing.row_tombstone) FROM g_row}),
+	'1:10,2:10/0', 'nothing was written by the refused writes');
 query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 20; UPDATE g_row SET v = 2 WHERE id = 1; COMMIT');
 query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 15; DELETE FROM g_row WHERE id = 2; COMMIT');
 query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 20; INSERT INTO g_row VALUES (2, 2); COMMIT');
 ok(catch_up('gsub'), 'row-scope writes applied');
-is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 3 WHERE id = 1; COMMIT'),
-	'TF001', 'a row raised to 50 on the subscriber refuses 30 after a lower applied UPDATE');
-is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 3 WHERE id = 2; COMMIT'),
-	'TF001', 'a key deleted at 50 on the subscriber refuses 30 after an applied re-INSERT at 20');
 
 # A namespace claimed on the publisher at run time (its first
 # fencing_resource_advance or fencing_acquire, no DDL) is unclaimed on the
@@ -103,14 +123,35 @@ is("$states[1] $states[2]", '42501 42501',
 is(query($sub, $db, q{SELECT coalesce(fencing_resource_high_water('r1', 'ns_alice'), 0)}), '50',
 	"the replicated HWM is still there");
 
-# A reset on the subscriber, then a raise on the publisher (acknowledged).
-query($sub, $db, q{SELECT fencing_resource_reset('s1')});
+# Resets on the subscriber are refused while it subscribes: the publisher's
+# next raise would be an UPDATE of a row the subscriber no longer has.
+is(sqlstate($sub, $db, q{SELECT fencing_resource_reset('s1')}), '55000', 'fencing_resource_reset() refused while subscribed');
+is(sqlstate($sub, $db, q{SELECT fencing_reset('g_res', '{"shard": "s1"}')}), '55000',
+	'fencing_reset() of a resource refused while subscribed');
+is(sqlstate($sub, $db, q{SELECT fencing_reset('g_row', '{"id": 2}')}), '55000',
+	'fencing_reset() of a tombstone refused while subscribed');
 query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 100; UPDATE g_res SET v = 1 WHERE id = 1; COMMIT');
-ok(catch_up('gsub'), 'the raise after the reset applied');
-my $reported = query($sub, $db, 'SELECT count(*) FROM fencing_check_subscription()');
-my $refused = sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_res SET v = 2 WHERE id = 1; COMMIT');
-ok($refused eq 'TF001' || $reported ne '0',
-	"the publisher's raise to 100 after a reset on the subscriber is kept or reported (50: '$refused', problems: $reported)");
+ok(catch_up('gsub'), 'the raise after the refused reset applied');
+is(query($sub, $db, q{SELECT fencing_resource_high_water('s1')}), '100', "the publisher's raise to 100 arrived");
+
+# Disabled, the subscriber writes locally, fenced by the state replicated so
+# far: row 1 at 20 (applied UPDATE), key 2 re-inserted at 20 over its
+# tombstone of 15, s1 at 100.
+query($sub, $db, 'ALTER SUBSCRIPTION gsub DISABLE');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 19; UPDATE g_row SET v = 3 WHERE id = 1; COMMIT'),
+	'TF001', 'disabled: row 1 refuses 19 below the applied 20');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 19; DELETE FROM g_row WHERE id = 2; COMMIT'),
+	'TF001', 'disabled: row 2 refuses 19 below its applied re-INSERT at 20');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 50; UPDATE g_res SET v = 2 WHERE id = 1; COMMIT'),
+	'TF001', 'disabled: resource s1 refuses 50 below the applied 100');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 3 WHERE id = 1; COMMIT'),
+	'', 'disabled: a current token is admitted');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 9; UPDATE g_part SET v = 3 WHERE id = 1; COMMIT'),
+	'TF001', 'disabled: the partition refuses 9 below its replicated 10');
+is(sqlstate($sub, $db, q{SELECT fencing_reset('g_row', '{"id": 2}')}), '', 'disabled: a reset is allowed');
+query($sub, $db, 'ALTER SUBSCRIPTION gsub ENABLE');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 40; UPDATE g_row SET v = 4 WHERE id = 1; COMMIT'),
+	'55000', 'enabled again: refused again');
 
 # copy_data = false: a second database subscribes without the initial copy.
 query($sub, $db, 'CREATE DATABASE nocopy');
@@ -125,26 +166,16 @@ like(query($sub, 'nocopy', q{SELECT string_agg(problem, ' | ') FROM fencing_chec
 	qr/copy_data = false/, 'fencing_check_subscription() reports the state tables subscribed without their copy');
 query($sub, 'nocopy', 'DROP SUBSCRIPTION gnocopy');
 
-# A data-only restore (session_replication_role = replica) over the database
-# it was dumped from: rows deleted since, at a higher token, comes back with
-# its old token; its key must still refuse what the delete fenced.
-my $dump = $pub->basedir . '/g.dump';
-$pub->command_ok([ 'pg_dump', '-Fc', '-f', $dump, '-d', $pub->connstr($db) ], 'pg_dump -Fc');
-query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 40; DELETE FROM g_row; COMMIT');
-{
-	local $ENV{PGOPTIONS} = '-c session_replication_role=replica';
-	$pub->command_ok([ 'pg_restore', '--data-only', '-t', 'g_row', '-d', $pub->connstr($db), $dump ],
-		'data-only restore of g_row');
-}
-is(query($pub, $db, 'SELECT fence FROM g_row WHERE id = 2'), '20', 'the deleted row is back with its dumped token');
-is(sqlstate($pub, $db, 'BEGIN; SET LOCAL fencing.token = 30; UPDATE g_row SET v = 4 WHERE id = 2; COMMIT'),
-	'TF001', 'a key deleted at 40 refuses 30 after a data-only restore brought its row back at 20');
-
+# Dropped: local writes are fenced, no longer refused.
 # Replica mode, synchronous_commit = off: a first resource HWM written by
 # fencing_resource_advance() commits durably. The statement runs alone on the
 # publisher with wal_writer_delay long, so an unflushed commit shows as the
 # flush LSN behind the insert LSN.
 query($sub, $db, 'DROP SUBSCRIPTION gsub');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 29; UPDATE g_row SET v = 4 WHERE id = 1; COMMIT'),
+	'TF001', 'dropped: row 1 refuses 29 below the local 30');
+is(sqlstate($sub, $db, 'BEGIN; SET LOCAL fencing.token = 130; UPDATE g_res SET v = 4 WHERE id = 1; COMMIT'),
+	'', 'dropped: a current token is admitted');
 $pub->append_conf('postgresql.conf', "wal_writer_delay = 10000ms\n");
 $pub->restart;
 my $flushed = query($pub, $db, <<'SQL');
