@@ -95,9 +95,17 @@ config_generic *FindSetting(const char *name) {
 // SET before the library was loaded is re-applied by
 // DefineCustomStringVariable, which drops the stack entry that makes for a
 // value of an earlier transaction and keeps those of the current one.)
+//
+// An entry alone is not enough: RESET, SET ... TO DEFAULT and RESET ALL inside
+// the transaction push one too, and put back the session's default value
+// (ALTER ROLE or DATABASE ... SET, postgresql.conf, a connection option),
+// whose source is that of the default. A value the transaction set itself
+// comes from SET, SET LOCAL, set_config() or a function's SET clause, all of
+// source PGC_S_SESSION.
 bool SetInThisTransaction() {
     // Without the record nothing can be told apart: refuse (fail closed).
-    return token_record != nullptr && token_record->stack != nullptr;
+    return token_record != nullptr && token_record->stack != nullptr &&
+           token_record->source == PGC_S_SESSION;
 }
 
 [[noreturn]] void RefuseSessionToken() {

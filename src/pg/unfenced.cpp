@@ -21,10 +21,13 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// One choice: the table named and the subtransaction that made it (after a
-// subtransaction commits, its parent).
+// One choice: the table named, the role that made it, and the subtransaction
+// that made it (after a subtransaction commits, its parent). It admits only
+// writes made as that role: a SECURITY DEFINER function or trigger of the
+// owner that opens the table does not open it to its caller's later writes.
 struct Allowance {
     Oid relid;
+    Oid roleid;
     SubTransactionId subid;
 };
 
@@ -66,10 +69,13 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId sub, SubTransactionId p
     }
 }
 
+// Whether the current role has opened relid in this transaction.
 bool Allowed(Oid relid) {
+    Oid role = GetUserId();
     ListCell *lc;
     foreach (lc, allowances) {
-        if (static_cast<Allowance *>(lfirst(lc))->relid == relid)
+        auto *a = static_cast<Allowance *>(lfirst(lc));
+        if (a->relid == relid && a->roleid == role)
             return true;
     }
     return false;
@@ -115,6 +121,7 @@ Datum AllowUnfenced(FunctionCallInfo fcinfo) {
         MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
         auto *a = static_cast<Allowance *>(palloc(sizeof(Allowance)));
         a->relid = relid;
+        a->roleid = GetUserId();
         a->subid = GetCurrentSubTransactionId();
         allowances = lappend(allowances, a);
         MemoryContextSwitchTo(old);
