@@ -25,6 +25,8 @@ ALTER ROLE regress_ts_writer SET fencing.token = '50';
 \c - regress_ts_writer
 SET client_min_messages = warning;
 \set VERBOSITY terse
+-- Load the library, so that the settings below are not placeholders.
+SELECT fencing_token_epoch('0x100000001');
 BEGIN;
 RESET fencing.token;
 UPDATE ts_t SET v = 1 WHERE id = 1;
