@@ -23,8 +23,10 @@ namespace {
 
 // One choice: the table named, the role that made it, and the subtransaction
 // that made it (after a subtransaction commits, its parent). It admits only
-// writes made as that role: a SECURITY DEFINER function or trigger of the
-// owner that opens the table does not open it to its caller's later writes.
+// writes made as that role or as a role that could have made it (the table's
+// owner, as foreign-key actions run): a SECURITY DEFINER function or trigger
+// of the owner that opens the table does not open it to its caller's later
+// writes.
 struct Allowance {
     Oid relid;
     Oid roleid;
@@ -69,13 +71,13 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId sub, SubTransactionId p
     }
 }
 
-// Whether the current role has opened relid in this transaction.
+// Whether relid was opened in this transaction for the current role.
 bool Allowed(Oid relid) {
     Oid role = GetUserId();
     ListCell *lc;
     foreach (lc, allowances) {
         auto *a = static_cast<Allowance *>(lfirst(lc));
-        if (a->relid == relid && a->roleid == role)
+        if (a->relid == relid && (a->roleid == role || pg_class_ownercheck(relid, role)))
             return true;
     }
     return false;
