@@ -498,17 +498,22 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
     if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
         return;
+    // The list outlives the internal session: SPI_finish frees what was
+    // allocated in SPI's context.
+    MemoryContext caller = CurrentMemoryContext;
     InternalSession access;
     BeginInternal(&access);
     RunInternalSql("SELECT relid::pg_catalog.oid FROM fencing.protected", 0, nullptr, nullptr,
                    nullptr, true);
     List *fenced = NIL;
+    MemoryContext spi = MemoryContextSwitchTo(caller);
     for (uint64 i = 0; i < SPI_processed; ++i) {
         bool isnull;
         fenced =
             lappend_oid(fenced, DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
                                                                SPI_tuptable->tupdesc, 1, &isnull)));
     }
+    MemoryContextSwitchTo(spi);
     EndInternal(&access);
     ListCell *lc, *leaf;
     foreach (lc, fenced) {

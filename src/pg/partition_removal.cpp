@@ -138,6 +138,9 @@ void BeforeDrop(Node *tree) {
     // first, as RangeVarCallbackForDropRelation and heap_drop_with_catalog
     // take it), taken now: no writer of the rows read below is in flight, and
     // none comes before the DROP commits.
+    // find_all_inheritors locks the tables under each named one, not the
+    // named table itself: a writer straight into a named partition would
+    // otherwise go on while its rows are read.
     foreach (lc, tops) {
         Oid relid = lfirst_oid(lc);
         if (get_rel_relispartition(relid)) {
@@ -145,6 +148,7 @@ void BeforeDrop(Node *tree) {
             if (OidIsValid(parent))
                 LockRelationOid(parent, AccessExclusiveLock);
         }
+        LockRelationOid(relid, AccessExclusiveLock);
     }
     going = WithInheritors(tops, AccessExclusiveLock);
     int64 written = 0;

@@ -58,6 +58,9 @@ void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compr
 }
 
 void RequireTombstoneKeysFitRows(Oid relid) {
+    // find_all_inheritors locks the children, not relid itself: its caller
+    // (fencing_protect()) may hold no lock on it yet.
+    LockRelationOid(relid, AccessShareLock);
     List *rels = find_all_inheritors(relid, AccessShareLock, nullptr);
     ListCell *lc;
     foreach (lc, rels) {
