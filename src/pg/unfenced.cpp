@@ -21,10 +21,15 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// One choice: the table named and the subtransaction that made it (after a
-// subtransaction commits, its parent).
+// One choice: the table named, the role that made it, and the subtransaction
+// that made it (after a subtransaction commits, its parent). It admits only
+// writes made as that role or as a role that could have made it (the table's
+// owner, as foreign-key actions run): a SECURITY DEFINER function or trigger
+// of the owner that opens the table does not open it to its caller's later
+// writes.
 struct Allowance {
     Oid relid;
+    Oid roleid;
     SubTransactionId subid;
 };
 
@@ -66,10 +71,13 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId sub, SubTransactionId p
     }
 }
 
+// Whether relid was opened in this transaction for the current role.
 bool Allowed(Oid relid) {
+    Oid role = GetUserId();
     ListCell *lc;
     foreach (lc, allowances) {
-        if (static_cast<Allowance *>(lfirst(lc))->relid == relid)
+        auto *a = static_cast<Allowance *>(lfirst(lc));
+        if (a->relid == relid && (a->roleid == role || pg_class_ownercheck(relid, role)))
             return true;
     }
     return false;
@@ -115,6 +123,7 @@ Datum AllowUnfenced(FunctionCallInfo fcinfo) {
         MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
         auto *a = static_cast<Allowance *>(palloc(sizeof(Allowance)));
         a->relid = relid;
+        a->roleid = GetUserId();
         a->subid = GetCurrentSubTransactionId();
         allowances = lappend(allowances, a);
         MemoryContextSwitchTo(old);

@@ -22,7 +22,7 @@ void RegisterUnfencedCallbacks();
 
 // Whether a token-less write to rel (a protected table, or one of its leaf
 // partitions, whose protected table is home_relid) is admitted by a choice of
-// the current transaction.
+// the current transaction made by the current role.
 bool UnfencedWritesAllowed(Relation rel, Oid home_relid);
 
 }  // namespace fencing::pg

@@ -281,12 +281,22 @@ def role_setting(bouncer):
             shown = c.execute("SHOW fencing.token").fetchone()[0]
             first = outcome(c, upd("inv_req", id_, "C", None, 0))
             second = outcome(c, upd("inv_req", id_, "C", None, 0))
+            # Inside a transaction, RESET, SET ... TO DEFAULT and RESET ALL bring
+            # the role's token back: still a session token.
+            resets = []
+            for reset in ("RESET fencing.token", "SET LOCAL fencing.token = 51; SET LOCAL fencing.token TO DEFAULT",
+                          "RESET ALL"):
+                resets.append(outcome(c, f"BEGIN; {reset}; {upd('inv_req', id_, 'C', None, 0)}; COMMIT"))
+                c.execute("ROLLBACK")
     finally:
         with direct() as d:
             d.execute("ALTER ROLE app IN DATABASE atk RESET fencing.token")
     report(shown == "50" and first == "TF002" and second == "TF002",
            f"{where}: a server connection that starts with the role's fencing.token = 50: C's writes get TF002 "
            f"(token shown {shown!r}, got {first}, {second})")
+    report(resets == ["TF002"] * 3,
+           f"{where}: RESET, SET LOCAL ... TO DEFAULT and RESET ALL inside C's transaction bring back the role's "
+           f"token, and C's write still gets TF002 (got {', '.join(resets)})")
     report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
 
 
