@@ -81,24 +81,7 @@ query($sub, $db, q{SELECT fencing_resource_advance('s2', 500), fencing_advance('
 my $pubconn = $pub->connstr($db);
 query($sub, $db, 'CREATE SUBSCRIPTION fsub CONNECTION $c$' . $pubconn . '$c$ PUBLICATION fpub');
 
-# catch_up(TIMEOUT): the subscriber has applied everything the publisher has
-# written so far (and every table is synchronized); false on a timeout.
-sub catch_up
-{
-	my ($timeout) = @_;
-	my $lsn = query($pub, $db, 'SELECT pg_current_wal_lsn()');
-	my $deadline = time + $timeout;
-	while (time < $deadline)
-	{
-		my $synced = query($sub, $db,
-			q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')});
-		my $applied = query($pub, $db,
-			"SELECT coalesce(bool_and(replay_lsn >= '$lsn'), false) FROM pg_stat_replication WHERE application_name = 'fsub'");
-		return 1 if $synced eq 't' && $applied eq 't';
-		sleep 0.2;
-	}
-	return 0;
-}
+sub catch_up { logical_catch_up($pub, $sub, $db, 'fsub', $_[0]) }
 ok(catch_up(60), 'initial sync with keys the subscriber already has does not stall');
 is(query($sub, $db, q{SELECT fencing_resource_high_water('s2') || '/' || fencing_high_water('lr_tab')}), '500/10',
 	'initial sync keeps the greater HWM of each key (s2: local 500 over 20; lr_tab: 10 over local 5)');

@@ -56,22 +56,7 @@ query($pub, $db,
 my $pubconn = $pub->connstr($db);
 query($sub, $db, 'CREATE SUBSCRIPTION gsub CONNECTION $c$' . $pubconn . '$c$ PUBLICATION gpub');
 
-sub catch_up
-{
-	my ($subname) = @_;
-	my $lsn = query($pub, $db, 'SELECT pg_current_wal_lsn()');
-	my $deadline = time + 60;
-	while (time < $deadline)
-	{
-		my $synced = query($sub, $db,
-			q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')});
-		my $applied = query($pub, $db,
-			"SELECT coalesce(bool_and(replay_lsn >= '$lsn'), false) FROM pg_stat_replication WHERE application_name = '$subname'");
-		return 1 if $synced eq 't' && $applied eq 't';
-		sleep 0.2;
-	}
-	return 0;
-}
+sub catch_up { logical_catch_up($pub, $sub, $db, $_[0], 60) }
 ok(catch_up('gsub'), 'initial sync');
 is(query($sub, $db, 'SELECT count(*) FROM fencing_check_subscription()'), '0', 'nothing reported after a full sync');
 

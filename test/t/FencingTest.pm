@@ -9,7 +9,29 @@ use POSIX ();
 use Config;
 
 our @EXPORT = qw(query sqlstate sqlstates fresh_node crash_node become_subreaper
-  workload_setup start_workload check_workload @WRITERS repo_root update_chain default_version);
+  workload_setup start_workload check_workload @WRITERS repo_root update_chain default_version
+  logical_catch_up);
+
+
+# logical_catch_up(PUB, SUB, DB, SUBNAME, TIMEOUT): the subscription SUBNAME on
+# SUB has applied everything PUB has written so far, and every table is
+# synchronized; false on a timeout.
+sub logical_catch_up
+{
+	my ($pub, $sub, $db, $subname, $timeout) = @_;
+	my $lsn = query($pub, $db, 'SELECT pg_current_wal_lsn()');
+	my $deadline = time + $timeout;
+	while (time < $deadline)
+	{
+		my $synced = query($sub, $db,
+			q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')});
+		my $applied = query($pub, $db,
+			"SELECT coalesce(bool_and(replay_lsn >= '$lsn'), false) FROM pg_stat_replication WHERE application_name = '$subname'");
+		return 1 if $synced eq 't' && $applied eq 't';
+		sleep 0.2;
+	}
+	return 0;
+}
 
 # The repository root (test/t/run.sh exports it; else two levels up from here).
 sub repo_root
