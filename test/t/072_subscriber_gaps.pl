@@ -1,4 +1,9 @@
-# Leases on a logical subscriber while fencing.lease is subscribed. The
+# What a logical subscriber must refuse while it subscribes, beyond
+# 071_logical_gaps.pl.
+#  * TRUNCATE of a subscribed protected table in every scope (55000): the
+#    publisher's later UPDATEs and DELETEs of the rows find nothing to change
+#    here, and the subscriber promoted later has lost them.
+#  * Leases while fencing.lease is subscribed. The
 # publisher keeps issuing tokens for its resources; a token issued on the
 # subscriber meanwhile (fencing_acquire there) is one the publisher issues
 # again to another holder, and a token is a right to write anywhere it is
@@ -20,11 +25,23 @@ my $sub = fresh_node('sub');
 my $schema = <<'SQL';
 CREATE EXTENSION fencing;
 CREATE TABLE l_row (id int PRIMARY KEY, v int, fence fencing_token);
+CREATE TABLE l_tab (id int PRIMARY KEY, v int, fence fencing_token);
+SELECT fencing_protect('l_tab', scope => 'table');
+CREATE TABLE l_res (id int PRIMARY KEY, shard text, fence fencing_token);
+SELECT fencing_protect('l_res', scope => 'resource', resource_column => 'shard');
 SQL
 $pub->safe_psql($db, $schema);
 $sub->safe_psql($db, $schema);
-query($pub, $db, 'CREATE PUBLICATION lpub FOR TABLE l_row');
+query($pub, $db, 'CREATE PUBLICATION lpub FOR TABLE l_row, l_tab, l_res');
 query($pub, $db, q{SELECT count(*) FROM fencing_publish('lpub')});
+$pub->safe_psql($db, <<'SQL');
+BEGIN;
+SET LOCAL fencing.token = 5;
+INSERT INTO l_row VALUES (1, 0);
+INSERT INTO l_tab VALUES (1, 0);
+INSERT INTO l_res VALUES (1, 's1');
+COMMIT;
+SQL
 my $held = query($pub, $db, q{SELECT fencing_acquire('job-1', 'pub-A', '1 hour')});
 query($sub, $db, 'CREATE SUBSCRIPTION lsub CONNECTION $c$' . $pub->connstr($db) . '$c$ PUBLICATION lpub');
 
@@ -37,6 +54,16 @@ while (time < $deadline)
 }
 is(query($sub, $db, q{SELECT token FROM fencing.lease WHERE resource = 'job-1'}), $held,
 	"the publisher's live lease arrived");
+is(query($sub, $db, q{SELECT (SELECT count(*) FROM l_row) + (SELECT count(*) FROM l_tab) + (SELECT count(*) FROM l_res)}),
+	'3', 'the rows arrived');
+
+for my $table (qw(l_row l_tab l_res))
+{
+	is(sqlstate($sub, $db, "BEGIN; SET LOCAL fencing.token = 9; TRUNCATE $table; COMMIT"), '55000',
+		"TRUNCATE $table on the subscriber is refused");
+}
+is(query($sub, $db, q{SELECT (SELECT count(*) FROM l_row) + (SELECT count(*) FROM l_tab) + (SELECT count(*) FROM l_res)}),
+	'3', 'the subscribed rows are all still there');
 
 # A resource the publisher has not issued yet: the subscriber's token and the
 # publisher's first one must not be the same token for two holders.
