@@ -7,6 +7,7 @@
 #include "pg/internal_access.hpp"
 #include "pg/namespaces.hpp"
 #include "pg/stats.hpp"
+#include "pg/subscriber.hpp"
 #include "pg/resource_key.hpp"
 
 extern "C" {
@@ -316,6 +317,7 @@ Datum Acquire(FunctionCallInfo fcinfo) {
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
     Oid caller = GetUserId();
+    RefuseLeaseOnSubscriber("acquire a lease");
 
     InternalSession session;
     BeginInternal(&session);
@@ -383,6 +385,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     Token token = TokenArg(fcinfo, 1);
     const Interval *ttl = renew ? PositiveInterval(fcinfo, 2, "ttl") : nullptr;
     Oid caller = GetUserId();
+    RefuseLeaseOnSubscriber(renew ? "renew a lease" : "release a lease");
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceOwner(name_space, caller,

@@ -194,14 +194,41 @@ void RefuseWriteOnSubscriber(Relation rel, Oid home) {
                             "subscription first (ALTER SUBSCRIPTION ... DISABLE).")));
 }
 
-void RefuseResetOnSubscriber(const char *state_table, const char *what) {
+namespace {
+
+// The subscription replicating fencing.<state_table>, or nullptr.
+const char *StateTableSubscription(const char *state_table) {
     Oid nsp = get_namespace_oid("fencing", true);
     Oid relid = OidIsValid(nsp) ? get_relname_relid(state_table, nsp) : InvalidOid;
     if (!OidIsValid(relid))
-        return;
+        return nullptr;
     Relation rel = table_open(relid, AccessShareLock);
     const char *subscription = SubscriptionReplicating(rel);
     table_close(rel, AccessShareLock);
+    return subscription;
+}
+
+}  // namespace
+
+void RefuseLeaseOnSubscriber(const char *what) {
+    const char *subscription = StateTableSubscription("lease");
+    if (subscription == nullptr)
+        return;
+    ereport(ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("cannot %s: fencing.lease is replicated into this database by subscription "
+                    "\"%s\"",
+                    what, subscription),
+             errdetail("The publisher keeps issuing tokens for its resources: a token issued "
+                       "here would be issued there again to another holder, and a lease ended "
+                       "here is still live there."),
+             errhint("Acquire, renew and release leases on the publisher; to promote this "
+                     "server, disable or drop the subscription first (ALTER SUBSCRIPTION ... "
+                     "DISABLE).")));
+}
+
+void RefuseResetOnSubscriber(const char *state_table, const char *what) {
+    const char *subscription = StateTableSubscription(state_table);
     if (subscription == nullptr)
         return;
     ereport(ERROR,

@@ -33,4 +33,9 @@ void RefuseWriteOnSubscriber(Relation rel, Oid home);
 // of fencing.<state_table> while a subscription replicates that table.
 void RefuseResetOnSubscriber(const char *state_table, const char *what);
 
+// Refuses issuing, renewing or ending a lease here (what: "acquire a lease")
+// while a subscription replicates fencing.lease: the publisher issues the
+// same resources' tokens.
+void RefuseLeaseOnSubscriber(const char *what);
+
 }  // namespace fencing::pg

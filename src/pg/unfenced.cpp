@@ -21,15 +21,20 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// One choice: the table named, the role that made it, and the subtransaction
-// that made it (after a subtransaction commits, its parent). It admits only
-// writes made as that role or as a role that could have made it (the table's
-// owner, as foreign-key actions run): a SECURITY DEFINER function or trigger
-// of the owner that opens the table does not open it to its caller's later
-// writes.
+// One choice: the table named, the role that made it, the outer role (the
+// session's role, or SET ROLE's) and security context it was made in, and
+// the subtransaction that made it (after a subtransaction commits, its
+// parent). It admits writes made as that role in that same context, and
+// writes made as a role owning the table (as foreign-key actions run) only
+// while the outer role is still the one that made the choice itself. A
+// SECURITY DEFINER function or trigger of the owner that opens the table
+// does not open it to its caller's later writes, nor to the foreign-key
+// actions those writes cause, which run as the owner.
 struct Allowance {
     Oid relid;
     Oid roleid;
+    Oid outer_roleid;
+    int sec_context;
     SubTransactionId subid;
 };
 
@@ -73,11 +78,19 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId sub, SubTransactionId p
 
 // Whether relid was opened in this transaction for the current role.
 bool Allowed(Oid relid) {
-    Oid role = GetUserId();
+    Oid role;
+    int sec_context;
+    GetUserIdAndSecContext(&role, &sec_context);
+    Oid outer = GetOuterUserId();
     ListCell *lc;
     foreach (lc, allowances) {
         auto *a = static_cast<Allowance *>(lfirst(lc));
-        if (a->relid == relid && (a->roleid == role || pg_class_ownercheck(relid, role)))
+        if (a->relid != relid)
+            continue;
+        if (a->roleid == role && a->outer_roleid == outer && a->sec_context == sec_context)
+            return true;
+        if (a->roleid == a->outer_roleid && a->outer_roleid == outer &&
+            pg_class_ownercheck(relid, role))
             return true;
     }
     return false;
@@ -123,7 +136,8 @@ Datum AllowUnfenced(FunctionCallInfo fcinfo) {
         MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
         auto *a = static_cast<Allowance *>(palloc(sizeof(Allowance)));
         a->relid = relid;
-        a->roleid = GetUserId();
+        GetUserIdAndSecContext(&a->roleid, &a->sec_context);
+        a->outer_roleid = GetOuterUserId();
         a->subid = GetCurrentSubTransactionId();
         allowances = lappend(allowances, a);
         MemoryContextSwitchTo(old);
