@@ -317,3 +317,15 @@ COMMENT ON FUNCTION @extschema@.fencing_check_subscription() IS
 CREATE EVENT TRIGGER fencing_ddl_check_create ON ddl_command_start
     WHEN TAG IN ('CREATE TABLE')
     EXECUTE FUNCTION fencing.ddl_check_start();
+
+----------------------------------------------------------------------------
+-- TRUNCATE on a subscriber, in every scope.
+----------------------------------------------------------------------------
+-- Every guarded relation has a BEFORE TRUNCATE trigger (fencing.truncate_guard):
+-- on a subscriber it refuses a local TRUNCATE of a table a subscription
+-- replicates, as the guard refuses any other local write; in row scope it
+-- also tombstones every row (zz_fencing_truncate_<leaf>); in resource and
+-- table scope it writes nothing (zz_fencing_truncate_check_<leaf>). Tables
+-- protected in those scopes before 1.4 have none: re-install every guard the
+-- way this version does.
+SELECT pg_catalog.count(*) FROM @extschema@.fencing_verify_guards(true);

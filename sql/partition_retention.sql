@@ -193,6 +193,17 @@ SELECT pr_try(59, $$INSERT INTO tt VALUES (5, 'stale', 59)$$) AS tt_stale,
        pr_try(61, $$INSERT INTO rr VALUES (5, 'acct5', 'fresh', 61)$$) AS rr_fresh;
 SELECT count(*) FROM fencing.row_tombstone
  WHERE relid IN ('tt'::regclass, 'rr'::regclass);
+-- Their partitions have a truncate trigger too (no tombstones to write): a
+-- drop by cascade is not refused as a row-scope partition's is.
+CREATE ACCESS METHOD pr_heap TYPE TABLE HANDLER heap_tableam_handler;
+CREATE TABLE tt_e PARTITION OF tt FOR VALUES FROM (400) TO (500) USING pr_heap;
+CREATE TABLE rr_e PARTITION OF rr FOR VALUES FROM (400) TO (500) USING pr_heap;
+SELECT tgname ~ '^zz_fencing_truncate_check_[0-9]+$' AS truncate_check
+  FROM pg_trigger WHERE tgrelid IN ('tt_e'::regclass, 'rr_e'::regclass)
+   AND tgfoid = 'fencing.truncate_guard'::regproc;
+DROP ACCESS METHOD pr_heap CASCADE;
+SELECT to_regclass('tt_e') AS tt_e, to_regclass('rr_e') AS rr_e,
+       fencing_high_water('tt') AS tt_hwm;
 DROP TABLE tt, tt_b, tt_c, rr, rr_b, rr_c;
 
 -- A partitioned partition protected on its own (its own home, with its own

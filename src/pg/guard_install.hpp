@@ -5,6 +5,8 @@
 //   zz_fencing_recheck       AFTER ROW INSERT (row scope): racing deletes
 //   zz_fencing_move_recheck  AFTER ROW UPDATE OF <key> (row scope): key moves
 //   zz_fencing_truncate      BEFORE TRUNCATE (row scope): tombstones
+//   zz_fencing_truncate_check BEFORE TRUNCATE (resource, table scope): refused
+//                            on a subscriber, as in row scope
 // The names sort after ordinary ones: user BEFORE ROW triggers that change NEW
 // run before the check sees it (and none may sort after it:
 // pg/guard_integrity.hpp).

@@ -54,6 +54,11 @@ char *GuardTriggerName(const char *prefix, Oid leaf) {
 
 namespace {
 
+// The truncate trigger's name on leaf for its scope.
+char *TruncateGuardName(Scope scope, Oid leaf) {
+    return GuardTriggerName(scope == Scope::kRow ? kTruncateName : kTruncateCheckName, leaf);
+}
+
 // fencing.<name>() with no arguments; InvalidOid when absent (1.0 SQL). Read
 // from the catalog, not looked up by name: the caller may lack USAGE on fencing.
 Oid FencingFunctionOid(const char *name) {
@@ -248,6 +253,8 @@ void CheckLeaf(Oid leaf, const ProtectedRow &row, const FencingFunctions &fns, S
             truncate = true;
             if (!Enabled(t))
                 problem("truncate trigger disabled", name);
+            else if (strcmp(name, TruncateGuardName(row.scope, leaf)) != 0)
+                problem("stale truncate trigger", name);
         } else if (Enabled(t) && ChangesRows(t.type) && strcmp(name, guard_name) > 0) {
             problem("trigger runs after the guard and can change the token:", name);
         }
@@ -258,7 +265,7 @@ void CheckLeaf(Oid leaf, const ProtectedRow &row, const FencingFunctions &fns, S
         problem("recheck trigger missing", nullptr);
     if (row.scope == Scope::kRow && !move_recheck && LeafHasPrimaryKey(leaf))
         problem("key-move recheck trigger missing", nullptr);
-    if (row.scope == Scope::kRow && OidIsValid(fns.truncate) && !truncate)
+    if (OidIsValid(fns.truncate) && !truncate)
         problem("truncate trigger missing", nullptr);
 }
 
@@ -544,13 +551,11 @@ void RequireNoLateTrigger(Oid leaf) {
 }
 
 void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
-    if (row.scope != Scope::kRow)
-        return;
     Oid fn = FencingFunctionOid("truncate_guard");
     if (!OidIsValid(fn))
         return;
     CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
-    stmt->trigname = GuardTriggerName(kTruncateName, leaf);
+    stmt->trigname = TruncateGuardName(row.scope, leaf);
     stmt->relation =
         makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
     stmt->funcname =
@@ -567,9 +572,11 @@ void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
 using namespace fencing;
 using namespace fencing::pg;
 
-// BEFORE TRUNCATE, statement level, row scope: every row leaves a tombstone
-// under its primary key, as a DELETE of it would. TRUNCATE holds an ACCESS
-// EXCLUSIVE lock, so the rows read are all there is.
+// BEFORE TRUNCATE, statement level, every scope: on a subscriber, refused
+// while a subscription replicates the table (as any local write). In row
+// scope every row then leaves a tombstone under its primary key, as a DELETE
+// of it would; TRUNCATE holds an ACCESS EXCLUSIVE lock, so the rows read are
+// all there is. Resource and table HWMs stay as they are: nothing to write.
 FENCING_FUNCTION(fencing_truncate_guard) {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),

@@ -10,7 +10,9 @@
 //    DISABLE TRIGGER, CREATE OR REPLACE) or undone (DROP TRIGGER), and no
 //    BEFORE ROW trigger that sorts after the guard may be added to a fenced
 //    table. Both through the 1.1 event triggers (fencing.on_guard_ddl).
-//  * Row scope: a BEFORE TRUNCATE trigger leaves a tombstone for every row.
+//  * A BEFORE TRUNCATE trigger on every guarded relation: refused on a
+//    subscriber that replicates the table; in row scope a tombstone for every
+//    row.
 //  * fencing.guard_status() / fencing_verify_guards() report and repair.
 #pragma once
 
@@ -18,7 +20,11 @@
 
 namespace fencing::pg {
 
+// Row scope's truncate trigger (tombstones) and the other scopes'. Distinct
+// names: fencing.on_partition_drop() tells a dropped row-scope partition by
+// its trigger's name once the catalog no longer shows its policy.
 inline constexpr const char *kTruncateName = "zz_fencing_truncate";
+inline constexpr const char *kTruncateCheckName = "zz_fencing_truncate_check";
 bool IsTruncateGuardTrigger(const char *tgname);
 
 // The name of a fencing trigger on a guarded relation: "<prefix>_<leaf OID>".
@@ -30,8 +36,9 @@ char *GuardTriggerName(const char *prefix, Oid leaf);
 // table was fenced is refused too.
 void RequireNoLateTrigger(Oid leaf);
 
-// Row scope: installs the BEFORE TRUNCATE trigger on a guarded relation. A
-// no-op while the 1.0 SQL (without fencing.truncate_guard) is installed.
+// Installs the BEFORE TRUNCATE trigger on a guarded relation (named for its
+// scope). A no-op while the 1.0 SQL (without fencing.truncate_guard) is
+// installed.
 void InstallTruncateGuard(Oid leaf, const ProtectedRow &row);
 
 }  // namespace fencing::pg

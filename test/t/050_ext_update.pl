@@ -73,6 +73,25 @@ SQL
 	  if $from eq '1.0';
 	# Leases exist from 1.1 on: one live lease, held across the update.
 	query($node, $db, q{SELECT fencing_acquire('upd', 'h1', '1 hour')}) if $from ne '1.0';
+	# Before 1.4 only row scope had a truncate trigger: the library here
+	# installs one in every scope, so take the resource- and table-scope ones
+	# out (with the guard event triggers off, which would put them back) to
+	# have the state an older library left; the update must re-install them.
+	if ($from ne '1.0')
+	{
+		query($node, $db, q{ALTER EVENT TRIGGER fencing_guard_ddl_end DISABLE;
+			DO $$DECLARE t record; BEGIN
+			FOR t IN SELECT tgname, tgrelid::regclass AS rel FROM pg_trigger
+			          WHERE tgfoid = 'fencing.truncate_guard'::regproc
+			            AND tgrelid IN ('orders'::regclass, 'ledger'::regclass) LOOP
+				EXECUTE format('DROP TRIGGER %I ON %s', t.tgname, t.rel);
+			END LOOP; END $$;
+			ALTER EVENT TRIGGER fencing_guard_ddl_end ENABLE ALWAYS});
+		is(query($node, $db, q{SELECT string_agg(problem, ' ' ORDER BY table_name::text)
+		                         FROM fencing_verify_guards()}),
+			'public.ledger: truncate trigger missing public.orders: truncate trigger missing',
+			"$from: resource and table scope without a truncate trigger, as protected before 1.4");
+	}
 	return;
 }
 
@@ -104,6 +123,12 @@ sub check_state
 		'0', "$label: no internal fencing trigger left");
 	is(query($node, $db, 'SELECT count(*) FROM fencing_verify_guards()'),
 		'0', "$label: fencing_verify_guards() finds nothing");
+	is(query($node, $db, q{SELECT string_agg(c.relname || ':' || t.tgname, ' ' ORDER BY c.relname)
+	                         FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+	                        WHERE t.tgfoid = 'fencing.truncate_guard'::regproc}) =~ s/_[0-9]+\b//gr,
+		'codes:zz_fencing_truncate events_a:zz_fencing_truncate inventory:zz_fencing_truncate '
+		  . 'ledger:zz_fencing_truncate_check orders:zz_fencing_truncate_check',
+		"$label: a truncate trigger on every guarded table, in every scope");
 	# From 1.4: logical apply only raises the state tables' HWMs and tokens.
 	my ($major, $minor) = split /\./, $version;
 	is(query($node, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname = 'replica_keep_highest' AND tgenabled = 'R'
