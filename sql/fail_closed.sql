@@ -150,6 +150,19 @@ INSERT INTO fc.parted (id) VALUES (12);
 ROLLBACK;
 SELECT id, fence FROM fc.parted ORDER BY id;
 RESET ROLE;
+-- The owner of one partition does not own the fenced table's policy: it may
+-- not open its partition to unfenced writes.
+ALTER TABLE fc.parted_2 OWNER TO regress_fc_other;
+GRANT INSERT ON fc.parted TO regress_fc_other;
+SET ROLE regress_fc_other;
+BEGIN;
+SELECT fencing_allow_unfenced('fc.parted_2', 'partition owner');
+ROLLBACK;
+BEGIN;
+INSERT INTO fc.parted_2 (id) VALUES (13);
+ROLLBACK;
+RESET ROLE;
+ALTER TABLE fc.parted_2 OWNER TO regress_fc_owner;
 
 DROP SCHEMA fc CASCADE;
 DROP ROLE regress_fc_member, regress_fc_other, regress_fc_owner;

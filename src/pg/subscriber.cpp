@@ -70,10 +70,10 @@ void ForgetRelationsCallback(Datum, int, uint32) {
 }
 
 void ForgetRelcache(Datum, Oid) {
-    if (replicated != nullptr) {
-        ++invalidations;
-        ForgetRelations();
-    }
+    // Counted even with nothing cached: a lookup in flight must not cache
+    // what it read before the invalidation.
+    ++invalidations;
+    ForgetRelations();
 }
 
 void RegisterCallbacks() {

@@ -126,12 +126,16 @@ Datum AllowUnfenced(FunctionCallInfo fcinfo) {
     InternalSession access;
     BeginInternal(&access);
     ProtectedRow row;
-    bool fenced = ReadProtectedRow(relid, &row) || OidIsValid(ProtectedAncestor(relid));
+    Oid home = ReadProtectedRow(relid, &row) ? relid : ProtectedAncestor(relid);
     EndInternal(&access);
-    if (!fenced)
+    if (!OidIsValid(home))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("table %s is not fenced", RelName(relid)),
                         errdetail("Writes to it are not checked, with or without a token.")));
+    // A partition is fenced by its home's policy, which only the home's owner
+    // may change (fencing_protect()): opening it takes the same rights.
+    if (home != relid)
+        RequireOwnerToAllow(home);
     if (!Allowed(relid)) {
         MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
         auto *a = static_cast<Allowance *>(palloc(sizeof(Allowance)));
