@@ -143,17 +143,20 @@ int LookUp(Relation rel) {
     return found;
 }
 
+// Whether this database has an enabled subscription (usually not: then no
+// relation needs looking up).
+bool AnyEnabledSubscription() {
+    RegisterCallbacks();
+    if (!enabled_known)
+        LoadEnabledSubscriptions();
+    return n_enabled > 0;
+}
+
 }  // namespace
 
 const char *SubscriptionReplicating(Relation rel) {
-    RegisterCallbacks();
-    if (!enabled_known) {
-        LoadEnabledSubscriptions();
-        if (n_enabled == 0)
-            return nullptr;
-    } else if (n_enabled == 0) {
+    if (!AnyEnabledSubscription())
         return nullptr;
-    }
     Oid relid = RelationGetRelid(rel);
     if (replicated != nullptr) {
         auto *entry =
@@ -198,6 +201,8 @@ namespace {
 
 // The subscription replicating fencing.<state_table>, or nullptr.
 const char *StateTableSubscription(const char *state_table) {
+    if (!AnyEnabledSubscription())
+        return nullptr;
     Oid nsp = get_namespace_oid("fencing", true);
     Oid relid = OidIsValid(nsp) ? get_relname_relid(state_table, nsp) : InvalidOid;
     if (!OidIsValid(relid))
