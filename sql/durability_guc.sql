@@ -1,5 +1,5 @@
 -- A transaction that raised an HWM commits with synchronous_commit at least
--- 'on' (src/pg/durability.cpp). The setting's variable is overridden at
+-- 'on' (src/pg/hwm/durability.cpp). The setting's variable is overridden at
 -- PRE_COMMIT / PRE_PREPARE, without a GUC stack entry, and put back at the
 -- COMMIT / PREPARE / ABORT event: nothing else would put it back. After every
 -- way such a transaction can end, the session's own value must be in force

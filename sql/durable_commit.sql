@@ -1,5 +1,5 @@
 -- A transaction that raised an HWM commits with synchronous_commit at least
--- 'on' (pg/durability.cpp), for its commit record only: the session's own
+-- 'on' (pg/hwm/durability.cpp), for its commit record only: the session's own
 -- setting is back afterwards, whatever way the transaction ended. (The flush
 -- and the standby wait themselves are shown by test/t/010_crash.pl and
 -- test/t/020_failover_sync.pl.)

@@ -112,7 +112,7 @@ V_TABLE[row]=fenced
 V_PREPARE[row]='PREPARE p(int, fencing_token) AS UPDATE fenced SET val = val + 1, tok = $2 WHERE id = $1'
 V_EXEC[row]="EXECUTE p({ID}, '$TOKEN')"
 
-# The same write with the counters (pg/stats.hpp): the library preloaded,
+# The same write with the counters (pg/base/stats.hpp): the library preloaded,
 # fencing.track_stats on (the default) and off.
 V_TITLE[rowstats]="3s row-fenced, counters on (preloaded)"
 V_TABLE[rowstats]=fenced
@@ -145,7 +145,7 @@ V_PREPARE[resrise]='PREPARE p(int, fencing_token) AS UPDATE res_rise SET val = v
 V_EXEC[resrise]="EXECUTE p({ID}, '{RISING}')"
 
 # The same under synchronous_commit = on (the default): a raising commit then
-# needs no forced synchronous_commit (pg/durability.cpp sets it LOCAL to 'on'
+# needs no forced synchronous_commit (pg/hwm/durability.cpp sets it LOCAL to 'on'
 # when the session runs with it off, as every other variant here does).
 V_TITLE[resriseon]="4r resource-fenced, rising, synchronous_commit = on"
 V_TABLE[resriseon]=res_rise

@@ -68,12 +68,12 @@ done < <(psql -X -At -c "SELECT o.proname, array_to_string(o.proargnames, ',')
            WHERE o.proargnames IS NOT NULL AND o.pronamespace <> 'fencing'::regnamespace")
 check "every named argument of a public function is in $REF" "" "$missing"
 
-# SQLSTATEs of the extension's own class (src/pg/errors.hpp) are documented.
+# SQLSTATEs of the extension's own class (src/pg/base/errors.hpp) are documented.
 missing=
-for code in $(sed -n "s/.*MAKE_SQLSTATE('\(.\)', '\(.\)', '\(.\)', '\(.\)', '\(.\)').*/\1\2\3\4\5/p" src/pg/errors.hpp); do
+for code in $(sed -n "s/.*MAKE_SQLSTATE('\(.\)', '\(.\)', '\(.\)', '\(.\)', '\(.\)').*/\1\2\3\4\5/p" src/pg/base/errors.hpp); do
     grep -q "\`$code\`" "$REF" || missing="$missing $code"
 done
-check "every SQLSTATE in src/pg/errors.hpp is in $REF" "" "$missing"
+check "every SQLSTATE in src/pg/base/errors.hpp is in $REF" "" "$missing"
 
 # The check itself can fail: a function the reference does not name is found.
 psql -X -q -v ON_ERROR_STOP=1 -c "CREATE FUNCTION fencing_undocumented_probe() RETURNS int

@@ -1,5 +1,5 @@
 # The counters on a server with fencing in shared_preload_libraries
-# (src/pg/stats.cpp): fencing_stats after accepted, stale and skipped writes
+# (src/pg/base/stats.cpp): fencing_stats after accepted, stale and skipped writes
 # (rejections rolled back are counted), the last rejection and who may see its
 # key, the LOG lines and the documented pattern, counters across concurrent
 # sessions, lease statistics, the monitoring queries with live counters, and

@@ -1,0 +1,194 @@
+// Fencing a predecessor before the first read, for tokens from elsewhere
+// (etcd, ZooKeeper, another lock service):
+//   fencing_resource_advance(resource, token, namespace)  the namespace owner's
+//                                                          privileges
+//   fencing_advance(target, token, key)                    UPDATE on the table
+//                                                          (resource scope: and
+//                                                          the namespace's)
+// Each raises one HWM to token in one atomic step and returns true when the
+// HWM is now token, false when it was already higher (nothing changes).
+// Non-strict comparison; in a strict-mode table the advancing transaction may
+// then write with the token (it raised the HWM: pg/hwm/raise_registry.hpp).
+#include "pg/base/boundary.hpp"
+#include "pg/api/hwm_args.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/keys/resource_key.hpp"
+#include "pg/api/leases.hpp"
+#include "pg/catalog/namespaces.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/keys/row_key.hpp"
+#include "pg/keys/tombstone_key.hpp"
+#include "pg/hwm/tombstones.hpp"
+
+extern "C" {
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+Token TokenArg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("token must not be NULL")));
+    return PG_GETARG_INT64(n);
+}
+
+// A strict check-and-raise's verdict as advance's answer: raised, or already
+// exactly at token (true); already higher (false).
+bool Advanced(const HwmVerdict &verdict, Token token) {
+    return verdict.admitted || verdict.hwm == token;
+}
+
+Datum AdvanceResource(FunctionCallInfo fcinfo) {
+    char *name_space = NamespaceArg(fcinfo, 2);
+    if (PG_ARGISNULL(0))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
+    char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    Token token = TokenArg(fcinfo, 1);
+    RequireStorableResourceKey(name_space, resource);
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceWriter(name_space, session.saved_user, "advance its high-water marks");
+    EndInternal(&session);
+    PG_RETURN_BOOL(Advanced(CheckAndRaiseResource(name_space, resource, token, true), token));
+}
+
+// Row scope, as the caller (its UPDATE privilege, its RLS): lock the row; if
+// its token is lower, UPDATE the token column (the guard admits and raises it).
+// Returns false when there is no such row (visible to the caller).
+bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token,
+                    bool *advanced) {
+    Relation rel = table_open(relid, AccessShareLock);
+    Oid argtypes[INDEX_MAX_KEYS + 1];
+    StringInfoData pred;
+    initStringInfo(&pred);
+    AppendKeyPredicate(&pred, rel, k.pk, k.pkindex, argtypes);
+    table_close(rel, AccessShareLock);
+    int natts = k.pk.natts;
+    argtypes[natts] = INT8OID;
+    Datum values[INDEX_MAX_KEYS + 1];
+    for (int i = 0; i < natts; ++i) values[i] = k.values[i];
+    values[natts] = Int64GetDatum(token);
+    const char *column = quote_identifier(row.token_column);
+    char *lock_sql = psprintf("SELECT %s::pg_catalog.int8 FROM %s WHERE %s FOR UPDATE", column,
+                              RelName(relid), pred.data);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fencing: could not connect to SPI")));
+    int rc = SPI_execute_with_args(lock_sql, natts, argtypes, values, nullptr, false, 0);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: advance failed: %s", SPI_result_code_string(rc))));
+    bool found = SPI_processed > 0;
+    if (found) {
+        bool isnull;
+        Token current =
+            DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+        if (!isnull && current >= token) {
+            *advanced = current == token;
+        } else {
+            // The row is locked by us since the SELECT: no read-check-write.
+            char *update_sql = psprintf("UPDATE %s SET %s = $%d WHERE %s", RelName(relid), column,
+                                        natts + 1, pred.data);
+            rc = SPI_execute_with_args(update_sql, natts + 1, argtypes, values, nullptr, false, 0);
+            if (rc < 0)
+                ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                                errmsg("fencing: advance failed: %s", SPI_result_code_string(rc))));
+            *advanced = true;
+        }
+    }
+    SPI_finish();
+    return found;
+}
+
+bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token) {
+    bool advanced = false;
+    if (AdvanceLiveRow(relid, row, k, token, &advanced))
+        return advanced;
+    // No row: the key's tombstone, which an INSERT of the key is judged by.
+    Datum key = TombstoneKey(k.pk.natts, k.types, k.values);
+    Relation keyrel = table_open(relid, AccessShareLock);
+    RequireTombstoneKeyFits(keyrel, relid, key, false);
+    table_close(keyrel, AccessShareLock);
+    InternalSession session;
+    BeginInternal(&session);
+    RaiseTombstone(relid, key, token);
+    Token hwm = token;
+    (void)LookupTombstone(relid, key, &hwm);
+    EndInternal(&session);
+    // An INSERT of the key may be in flight: its recheck ran before our
+    // tombstone existed. Wait for it (as the unique check would), then look
+    // again: a row committed meanwhile is raised too. An INSERT that comes
+    // later waits for our tombstone in its recheck.
+    Relation rel = table_open(relid, AccessShareLock);
+    WaitForKeyWritersOf(rel, k.values);
+    table_close(rel, AccessShareLock);
+    bool row_advanced = false;
+    if (AdvanceLiveRow(relid, row, k, token, &row_advanced))
+        return row_advanced && hwm == token;
+    return hwm == token;
+}
+
+Datum AdvanceTable(FunctionCallInfo fcinfo) {
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
+    Token token = TokenArg(fcinfo, 1);
+    // As writes: UPDATE on the table, checked as the caller.
+    if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
+        aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
+                       get_rel_name(relid));
+    ProtectedRow row;
+    RequireProtectedTarget(fcinfo, &row);
+    bool has_key = !PG_ARGISNULL(2);
+    switch (row.scope) {
+        case Scope::kRow: {
+            if (!has_key)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("table %s is fenced per row: pass the row's primary key",
+                                       RelName(relid))));
+            KeyValues k;
+            ReadRowKey(relid, PG_GETARG_JSONB_P(2), &k);
+            PG_RETURN_BOOL(AdvanceRow(relid, row, k, token));
+        }
+        case Scope::kResource: {
+            if (!has_key)
+                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                                errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
+                                       RelName(relid), row.resource_column)));
+            char *resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(2));
+            // The HWM is shared by the namespace's tables: its owner's call.
+            InternalSession session;
+            BeginInternal(&session);
+            RequireNamespaceOwner(row.resource_namespace, session.saved_user,
+                                  "advance its high-water marks");
+            EndInternal(&session);
+            PG_RETURN_BOOL(Advanced(
+                CheckAndRaiseResource(row.resource_namespace, resource, token, true), token));
+        }
+        case Scope::kTable:
+            if (has_key)
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                         errmsg("table %s is fenced as a whole: pass no key", RelName(relid))));
+            PG_RETURN_BOOL(Advanced(CheckAndRaiseTable(relid, token, true), token));
+    }
+    pg_unreachable();
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_resource_advance) {
+    return fencing::pg::AdvanceResource(fcinfo);
+}
+FENCING_FUNCTION(fencing_advance) {
+    return fencing::pg::AdvanceTable(fcinfo);
+}

@@ -1,0 +1,476 @@
+// fenced_update(), fenced_delete(), fenced_upsert(): one atomic, fenced
+// statement per call, for clients that prefer a function to SET LOCAL.
+//
+// The statement is ordinary SQL run with the caller's privileges and RLS. The
+// guard trigger makes the decision, as for any other write; while the
+// statement runs, it takes the call's token and skips stale rows instead of
+// raising, so a stale writer gets 0 rows. Plans are prepared once per
+// (table, operation, column set), kept with SPI_keepplan, and dropped when the
+// table's relcache entry is invalidated (any DDL on it, or a policy change).
+#include "pg/base/boundary.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/api/fenced_dml.hpp"
+#include "pg/base/json_args.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/keys/row_key.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "catalog/pg_operator.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// The running fenced_*() statement, if any (nested calls save and restore it).
+int fenced_dml_depth = 0;
+Token fenced_dml_token = 0;
+Oid fenced_dml_relid = InvalidOid;
+
+enum class DmlKind : char { kUpdate = 'u', kDelete = 'd', kUpsert = 'i' };
+
+constexpr Size kCacheKeySize = 1024;
+
+// Plans are dropped when their table's relcache entry is invalidated, and the
+// cache holds at most this many, so dropped tables and one-off column sets
+// cannot make it grow without bound.
+constexpr long kMaxCachedPlans = 256;
+
+struct PlanEntry {
+    char key[kCacheKeySize];  // "relid op cols" (hash key)
+    Oid relid;
+    bool valid;
+    int running;  // executions in progress (a trigger may call fenced_*() again)
+    SPIPlanPtr plan;
+    MemoryContext memory;  // the arrays below and the input functions' state
+    int ncolumns;          // JSON-supplied parameters, in key order
+    FmgrInfo *input;       // each column type's input function
+    Oid *ioparam;
+    int32 *typmod;
+    bool *array_column;  // a JSON array is read as a PostgreSQL array
+};
+
+HTAB *plan_cache = nullptr;
+
+void InvalidatePlans(Datum, Oid relid) {
+    if (plan_cache == nullptr)
+        return;
+    HASH_SEQ_STATUS seq;
+    hash_seq_init(&seq, plan_cache);
+    for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
+         e = static_cast<PlanEntry *>(hash_seq_search(&seq)))
+        if (relid == InvalidOid || e->relid == relid)
+            e->valid = false;
+}
+
+void ReleaseEntry(PlanEntry *e) {
+    if (e->plan != nullptr)
+        SPI_freeplan(e->plan);
+    e->plan = nullptr;
+    if (e->memory != nullptr)
+        MemoryContextDelete(e->memory);
+    e->memory = nullptr;
+}
+
+// Frees every entry that is not running and is invalid (or, when the cache is
+// full, every entry that is not running). Never called from an invalidation
+// callback, which may fire while a plan executes.
+void SweepPlans() {
+    bool full = hash_get_num_entries(plan_cache) >= kMaxCachedPlans;
+    HASH_SEQ_STATUS seq;
+    hash_seq_init(&seq, plan_cache);
+    for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
+         e = static_cast<PlanEntry *>(hash_seq_search(&seq))) {
+        if (e->running > 0 || (e->valid && !full))
+            continue;
+        ReleaseEntry(e);
+        hash_search(plan_cache, e->key, HASH_REMOVE, nullptr);
+    }
+}
+
+struct Target {
+    Oid relid;
+    const char *qualified_name;
+    AttrNumber token_attnum;
+    const char *token_column;
+    Oid token_type;
+};
+
+// The protected relation's token column, from its guard trigger (the table
+// itself, or its first leaf partition).
+void ResolveTarget(Oid relid, Target *t) {
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
+    t->relid = relid;
+    t->qualified_name = RelName(relid);
+    t->token_attnum = InvalidAttrNumber;
+    List *guarded = GuardedRelations(relid, AccessShareLock);
+    Policy policy;
+    if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy) &&
+        policy.home_relid == relid) {
+        // A leaf's token column has the same name as its partitioned table's.
+        char *name = get_attname(linitial_oid(guarded), policy.token_attnum, false);
+        t->token_attnum = get_attnum(relid, name);
+        t->token_column = name;
+    }
+    if (t->token_attnum == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("table %s is not protected by fencing", t->qualified_name),
+                        errhint("Declare a fencing_token column or call fencing_protect().")));
+    t->token_type = get_atttype(relid, t->token_attnum);
+}
+
+struct ColumnRef {
+    AttrNumber attnum;
+    Oid type;
+    int32 typmod;
+    const char *quoted;
+};
+
+ColumnRef Column(const Target &t, const char *name, const char *argname) {
+    AttrNumber attnum = get_attnum(t.relid, name);
+    if (attnum == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                        errmsg("column \"%s\" of relation %s does not exist (in %s)", name,
+                               t.qualified_name, argname)));
+    if (attnum < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                        errmsg("cannot use system column \"%s\" (in %s)", name, argname)));
+    ColumnRef c;
+    c.attnum = attnum;
+    Oid collation;
+    get_atttypetypmodcoll(t.relid, attnum, &c.type, &c.typmod, &collation);
+    c.quoted = quote_identifier(name);
+    return c;
+}
+
+// "OPERATOR(schema.=)" for the type's default equality, so the caller's
+// search_path cannot substitute another operator.
+const char *EqualityOperator(Oid type, const char *column) {
+    TypeCacheEntry *tc = lookup_type_cache(type, TYPECACHE_EQ_OPR);
+    if (!OidIsValid(tc->eq_opr))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_FUNCTION),
+                        errmsg("column \"%s\" of type %s has no equality operator and cannot be "
+                               "used in a key",
+                               column, format_type_be(type))));
+    HeapTuple optup = SearchSysCache1(OPEROID, ObjectIdGetDatum(tc->eq_opr));
+    if (!HeapTupleIsValid(optup))
+        elog(ERROR, "cache lookup failed for operator %u", tc->eq_opr);
+    auto *op = reinterpret_cast<Form_pg_operator>(GETSTRUCT(optup));
+    char *result =
+        psprintf("OPERATOR(%s.%s)", quote_identifier(get_namespace_name(op->oprnamespace)),
+                 NameStr(op->oprname));
+    ReleaseSysCache(optup);
+    return result;
+}
+
+void RememberInput(PlanEntry *e, int index, const ColumnRef &c) {
+    Oid input;
+    getTypeInputInfo(c.type, &input, &e->ioparam[index]);
+    fmgr_info_cxt(input, &e->input[index], e->memory);
+    e->typmod[index] = c.typmod;
+    e->array_column[index] = OidIsValid(get_element_type(getBaseType(c.type)));
+}
+
+// Builds and prepares the statement. Parameter $1 is the token; then one
+// parameter per JSON member, first `first` (key or row), then `second` (changes).
+void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
+             const Members &second) {
+    StringInfoData sql;
+    initStringInfo(&sql);
+    int total = first.count + second.count;
+    auto *argtypes = static_cast<Oid *>(palloc(sizeof(Oid) * (total + 1)));
+    argtypes[0] = t.token_type;
+    int n = 0;
+    const char *quoted_token = quote_identifier(t.token_column);
+    auto *cols = static_cast<ColumnRef *>(palloc(sizeof(ColumnRef) * (total + 1)));
+    e->memory =
+        AllocSetContextCreate(TopMemoryContext, "fencing fenced DML plan", ALLOCSET_SMALL_SIZES);
+    e->input =
+        static_cast<FmgrInfo *>(MemoryContextAlloc(e->memory, sizeof(FmgrInfo) * (total + 1)));
+    e->ioparam = static_cast<Oid *>(MemoryContextAlloc(e->memory, sizeof(Oid) * (total + 1)));
+    e->typmod = static_cast<int32 *>(MemoryContextAlloc(e->memory, sizeof(int32) * (total + 1)));
+    e->array_column =
+        static_cast<bool *>(MemoryContextAlloc(e->memory, sizeof(bool) * (total + 1)));
+    for (int i = 0; i < first.count; ++i)
+        cols[n++] = Column(t, first.names[i], kind == DmlKind::kUpsert ? "row" : "key");
+    for (int i = 0; i < second.count; ++i) cols[n++] = Column(t, second.names[i], "changes");
+    for (int i = 0; i < n; ++i) {
+        if (cols[i].attnum == t.token_attnum)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("the token column \"%s\" is written from the token argument",
+                                   t.token_column),
+                            errhint("Remove it from the JSON argument.")));
+        argtypes[i + 1] = cols[i].type;
+        RememberInput(e, i, cols[i]);
+    }
+    switch (kind) {
+        case DmlKind::kUpdate:
+            appendStringInfo(&sql, "UPDATE %s SET %s = $1", t.qualified_name, quoted_token);
+            for (int i = first.count; i < n; ++i)
+                appendStringInfo(&sql, ", %s = $%d", cols[i].quoted, i + 2);
+            appendStringInfoString(&sql, " WHERE ");
+            for (int i = 0; i < first.count; ++i)
+                appendStringInfo(&sql, "%s%s %s $%d", i > 0 ? " AND " : "", cols[i].quoted,
+                                 EqualityOperator(cols[i].type, first.names[i]), i + 2);
+            break;
+        case DmlKind::kDelete:
+            appendStringInfo(&sql, "DELETE FROM %s WHERE ", t.qualified_name);
+            for (int i = 0; i < first.count; ++i)
+                appendStringInfo(&sql, "%s%s %s $%d", i > 0 ? " AND " : "", cols[i].quoted,
+                                 EqualityOperator(cols[i].type, first.names[i]), i + 2);
+            break;
+        case DmlKind::kUpsert: {
+            Relation rel = table_open(t.relid, AccessShareLock);
+            PrimaryKey pk;
+            bool has_pk = GetPrimaryKey(rel, &pk);
+            TupleDesc desc = RelationGetDescr(rel);
+            if (!has_pk) {
+                table_close(rel, AccessShareLock);
+                ereport(ERROR,
+                        (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+                         errmsg("fenced_upsert() needs a primary key on %s", t.qualified_name)));
+            }
+            appendStringInfo(&sql, "INSERT INTO %s AS target (%s", t.qualified_name, quoted_token);
+            for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", %s", cols[i].quoted);
+            appendStringInfoString(&sql, ") VALUES ($1");
+            for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", $%d", i + 2);
+            appendStringInfoString(&sql, ") ON CONFLICT (");
+            for (int i = 0; i < pk.natts; ++i)
+                appendStringInfo(
+                    &sql, "%s%s", i > 0 ? ", " : "",
+                    quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
+            appendStringInfo(&sql, ") DO UPDATE SET %s = excluded.%s", quoted_token, quoted_token);
+            for (int i = 0; i < n; ++i) {
+                bool in_key = false;
+                for (int k = 0; k < pk.natts; ++k) in_key |= pk.attnums[k] == cols[i].attnum;
+                if (!in_key)
+                    appendStringInfo(&sql, ", %s = excluded.%s", cols[i].quoted, cols[i].quoted);
+            }
+            table_close(rel, AccessShareLock);
+            break;
+        }
+    }
+    SPIPlanPtr plan = SPI_prepare(sql.data, n + 1, argtypes);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
+                        errmsg("could not prepare fenced statement on %s: %s", t.qualified_name,
+                               SPI_result_code_string(SPI_result))));
+    SPI_keepplan(plan);
+    e->plan = plan;
+    e->ncolumns = n;
+    e->valid = true;
+}
+
+// Builds a plan-cache key without printf: it runs on every call.
+struct CacheKey {
+    char *buf;
+    Size len;
+    bool fits;
+    void Char(char c) {
+        if (len + 1 < kCacheKeySize)
+            buf[len++] = c;
+        else
+            fits = false;
+    }
+    void Number(uint64 n) {
+        char digits[20];
+        int d = 0;
+        do {
+            digits[d++] = static_cast<char>('0' + n % 10);
+            n /= 10;
+        } while (n != 0);
+        while (d > 0) Char(digits[--d]);
+        Char(' ');
+    }
+    void Name(const char *name) {
+        Size n = strlen(name);
+        Number(n);
+        if (len + n + 1 >= kCacheKeySize) {
+            fits = false;
+            return;
+        }
+        memcpy(buf + len, name, n);
+        len += n;
+    }
+    bool Finish() {
+        buf[len < kCacheKeySize ? len : kCacheKeySize - 1] = '\0';
+        return fits;
+    }
+};
+
+PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members &second) {
+    if (plan_cache == nullptr) {
+        HASHCTL ctl;
+        ctl.keysize = kCacheKeySize;
+        ctl.entrysize = sizeof(PlanEntry);
+        ctl.hcxt = TopMemoryContext;
+        plan_cache = hash_create("fencing fenced DML plans", 64, &ctl,
+                                 HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+        CacheRegisterRelcacheCallback(InvalidatePlans, 0);
+    }
+    // "<relid> <kind> <len>:<name>... | <len>:<name>...": names are length-
+    // prefixed, since a column name may contain any character but NUL.
+    char key[kCacheKeySize];
+    CacheKey k{key, 0, true};
+    k.Number(relid);
+    k.Char(static_cast<char>(kind));
+    for (int i = 0; i < first.count; ++i) k.Name(first.names[i]);
+    k.Char('|');
+    for (int i = 0; i < second.count; ++i) k.Name(second.names[i]);
+    if (!k.Finish())
+        ereport(ERROR, (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+                        errmsg("column names too long for a fenced statement")));
+    bool found;
+    auto *e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_FIND, &found));
+    if (found && e->valid)
+        return e;
+    SweepPlans();
+    e = static_cast<PlanEntry *>(hash_search(plan_cache, key, HASH_ENTER, &found));
+    if (found) {
+        // Invalid but running (a nested call): build the new plan beside it.
+        if (e->running > 0)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_IN_USE),
+                            errmsg("the fenced statement on %s changed while it was running",
+                                   RelName(relid))));
+        ReleaseEntry(e);
+    }
+    e->relid = relid;
+    e->plan = nullptr;
+    e->memory = nullptr;
+    e->running = 0;
+    e->valid = false;
+    Target t;
+    ResolveTarget(relid, &t);
+    Prepare(e, kind, t, first, second);
+    return e;
+}
+
+void RequireWritePrivilege(Oid relid, DmlKind kind) {
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
+                        errmsg("relation with OID %u does not exist", relid)));
+    AclMode mode = kind == DmlKind::kUpdate   ? ACL_UPDATE
+                   : kind == DmlKind::kDelete ? ACL_DELETE
+                                              : ACL_INSERT;
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
+        (kind != DmlKind::kDelete &&
+         pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ANY) == ACLCHECK_OK))
+        return;
+    aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
+                   get_rel_name(relid));
+}
+
+Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
+    const char *names[] = {"target", "token", kind == DmlKind::kUpsert ? "row" : "key", "changes"};
+    int nargs = kind == DmlKind::kUpdate ? 4 : 3;
+    for (int i = 0; i < nargs; ++i)
+        if (PG_ARGISNULL(i))
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", names[i]),
+                 i == 1 ? errhint("A fenced write needs the token of the lock it holds.") : 0));
+    Oid relid = PG_GETARG_OID(0);
+    Token token = PG_GETARG_INT64(1);
+    if (token < 0)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("fencing token " INT64_FORMAT " out of range", token)));
+    Members first, second;
+    ReadMembers(PG_GETARG_JSONB_P(2), names[2], false, &first);
+    second.count = 0;
+    if (kind == DmlKind::kUpdate)
+        ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &second);
+
+    // The caller's rights are checked before anything is planned; the
+    // statement itself then runs as the caller, column privileges and RLS
+    // included.
+    RequireWritePrivilege(relid, kind);
+
+    SPI_connect();
+    // volatile: read in PG_FINALLY, after a possible longjmp.
+    PlanEntry *volatile e = PlanFor(kind, relid, first, second);
+    auto *values = static_cast<Datum *>(palloc(sizeof(Datum) * (e->ncolumns + 1)));
+    auto *nulls = static_cast<char *>(palloc(e->ncolumns + 2));
+    values[0] = Int64GetDatum(token);
+    nulls[0] = ' ';
+    for (int i = 0; i < e->ncolumns; ++i) {
+        const Members &m = i < first.count ? first : second;
+        int j = i < first.count ? i : i - first.count;
+        ErrorContextCallback callback;
+        PushConversionContext(&callback, m.names[j]);
+        char *text = JsonValueText(m.values[j], e->array_column[i]);
+        values[i + 1] = InputFunctionCall(&e->input[i], text, e->ioparam[i], e->typmod[i]);
+        nulls[i + 1] = text == nullptr ? 'n' : ' ';
+        error_context_stack = callback.previous;
+    }
+    nulls[e->ncolumns + 1] = '\0';
+
+    uint64 written;
+    Oid saved_relid = fenced_dml_relid;
+    Token saved_token = fenced_dml_token;
+    fenced_dml_token = token;
+    fenced_dml_relid = relid;
+    fenced_dml_depth++;
+    e->running++;
+    PG_TRY();
+    {
+        int rc = SPI_execute_plan(e->plan, values, nulls, false, 0);
+        if (rc < 0)
+            ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
+                            errmsg("fenced statement failed: %s", SPI_result_code_string(rc))));
+        written = SPI_processed;
+    }
+    PG_FINALLY();
+    {
+        e->running--;
+        fenced_dml_depth--;
+        fenced_dml_relid = saved_relid;
+        fenced_dml_token = saved_token;
+    }
+    PG_END_TRY();
+    SPI_finish();
+    PG_RETURN_INT64(static_cast<int64>(written));
+}
+
+}  // namespace
+
+bool FencedDmlSkips(Oid home_relid) {
+    return fenced_dml_depth > 0 && home_relid == fenced_dml_relid;
+}
+
+bool FencedDmlToken(Oid home_relid, Token *out) {
+    if (!FencedDmlSkips(home_relid))
+        return false;
+    *out = fenced_dml_token;
+    return true;
+}
+
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fenced_update) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpdate);
+}
+FENCING_FUNCTION(fenced_delete) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kDelete);
+}
+FENCING_FUNCTION(fenced_upsert) {
+    return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpsert);
+}

@@ -1,0 +1,429 @@
+// fencing_acquire / fencing_renew / fencing_release: see pg/api/leases.hpp.
+#include "pg/api/leases.hpp"
+
+#include "pg/base/boundary.hpp"
+#include "pg/hwm/durability.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/catalog/namespaces.hpp"
+#include "pg/base/stats.hpp"
+#include "pg/catalog/subscriber.hpp"
+#include "pg/keys/resource_key.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "portability/instr_time.h"
+#include "storage/latch.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "storage/sinvaladt.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+}
+
+namespace fencing::pg {
+
+void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
+    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
+        // Claims it for the caller (or, when a concurrent claim won, checks
+        // the caller against its owner under the row lock).
+        JoinNamespace(name_space, caller);
+        return;
+    }
+    RequireNamespaceOwner(name_space, caller, action);
+}
+
+namespace {
+
+// objsubid of the advisory lock tags lease waiters hold ('DE'); user advisory
+// locks use 1 and 2.
+constexpr uint16 kLeaseLockField4 = 0x4445;
+
+void LeaseLockTag(LOCKTAG *tag, const char *name_space, const char *resource) {
+    StringInfoData buf;
+    initStringInfo(&buf);
+    appendBinaryStringInfo(&buf, name_space, static_cast<int>(strlen(name_space)) + 1);
+    appendStringInfoString(&buf, resource);
+    uint64 h = DatumGetUInt64(
+        hash_any_extended(reinterpret_cast<const unsigned char *>(buf.data), buf.len, 0));
+    SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
+                         kLeaseLockField4);
+}
+
+// Lease changes of this transaction whose waiters must be woken at commit.
+List *pending_wakeups = NIL;  // of LOCKTAG *, in TopTransactionContext
+bool wake_callback_registered = false;
+
+void WakeWaiters(XactEvent event, void *) {
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
+        ListCell *lc;
+        foreach (lc, pending_wakeups) {
+            int count = 0;
+            VirtualTransactionId *vxids =
+                GetLockConflicts(static_cast<LOCKTAG *>(lfirst(lc)), ExclusiveLock, &count);
+            for (int i = 0; i < count; ++i) {
+                PGPROC *proc = BackendIdGetProc(vxids[i].backendId);
+                if (proc != nullptr)
+                    SetLatch(&proc->procLatch);
+            }
+        }
+    }
+    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
+        event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
+        event == XACT_EVENT_PREPARE)
+        pending_wakeups = NIL;
+}
+
+void WakeWaitersAtCommit(const char *name_space, const char *resource) {
+    if (!wake_callback_registered) {
+        RegisterXactCallback(WakeWaiters, nullptr);
+        wake_callback_registered = true;
+    }
+    MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
+    auto *tag = static_cast<LOCKTAG *>(palloc(sizeof(LOCKTAG)));
+    LeaseLockTag(tag, name_space, resource);
+    pending_wakeups = lappend(pending_wakeups, tag);
+    MemoryContextSwitchTo(old);
+}
+
+// An interval as interval_cmp sees it (30-day months, 24-hour days), in
+// microseconds, saturating.
+int64 IntervalMicros(const Interval *span) {
+    __int128 us = static_cast<__int128>(span->time) +
+                  static_cast<__int128>(span->day) * USECS_PER_DAY +
+                  static_cast<__int128>(span->month) * DAYS_PER_MONTH * USECS_PER_DAY;
+    if (us > PG_INT64_MAX)
+        return PG_INT64_MAX;
+    if (us < PG_INT64_MIN)
+        return PG_INT64_MIN;
+    return static_cast<int64>(us);
+}
+
+const Interval *PositiveInterval(FunctionCallInfo fcinfo, int n, const char *argname) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", argname)));
+    const Interval *span = PG_GETARG_INTERVAL_P(n);
+    if (IntervalMicros(span) <= 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be positive", argname)));
+    return span;
+}
+
+char *TextArg(FunctionCallInfo fcinfo, int n, const char *argname) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", argname)));
+    return text_to_cstring(PG_GETARG_TEXT_PP(n));
+}
+
+Token TokenArg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("token must not be NULL")));
+    return PG_GETARG_INT64(n);
+}
+
+// The token after t; 22003 when the token space is used up.
+Token NextToken(Token t, const char *name_space, const char *resource) {
+    if (t >= PG_INT64_MAX)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("no fencing token is left to issue for resource %s (namespace %s)",
+                               quote_literal_cstr(resource), quote_literal_cstr(name_space)),
+                        errdetail("The last token issued, or the resource's high-water mark, is "
+                                  "the largest fencing_token.")));
+    return t + 1;
+}
+
+// The lease statements, prepared once per backend (pg/base/internal_access.hpp).
+InternalStatement lease_lock = {
+    "SELECT token, expires_at, released_at IS NULL"
+    "       AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    "  FROM fencing.lease"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   FOR UPDATE",
+    2,
+    {TEXTOID, TEXTOID},
+    nullptr};
+InternalStatement lease_first = {
+    "INSERT INTO fencing.lease (namespace, resource, holder, token, acquired_at,"
+    "                           expires_at)"
+    " SELECT $1, $2, $3, 1, c.now, c.now OPERATOR(pg_catalog.+) $4"
+    "   FROM (SELECT pg_catalog.clock_timestamp() AS now) c"
+    " ON CONFLICT (namespace, resource) DO NOTHING",
+    4,
+    {TEXTOID, TEXTOID, TEXTOID, INTERVALOID},
+    nullptr};
+InternalStatement lease_grant = {
+    "UPDATE fencing.lease SET holder = $3, token = $4,"
+    "       acquired_at = c.now, expires_at = c.now OPERATOR(pg_catalog.+) $5,"
+    "       released_at = NULL"
+    "  FROM (SELECT pg_catalog.clock_timestamp() AS now) c"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
+    5,
+    {TEXTOID, TEXTOID, TEXTOID, INT8OID, INTERVALOID},
+    nullptr};
+InternalStatement lease_renew = {
+    "UPDATE fencing.lease"
+    "   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
+    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+    4,
+    {TEXTOID, TEXTOID, INT8OID, INTERVALOID},
+    nullptr};
+InternalStatement lease_release = {
+    "UPDATE fencing.lease SET released_at = pg_catalog.clock_timestamp()"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
+    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    " RETURNING acquired_at",
+    3,
+    {TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+// After a refused renew or release (counters only): whether the token's
+// lease ran out under its holder, i.e. a later token was issued, or the
+// token's own lease expired without being released.
+InternalStatement lease_lost = {
+    "SELECT 1 FROM fencing.lease"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND (token OPERATOR(pg_catalog.>) $3"
+    "        OR (token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL))",
+    3,
+    {TEXTOID, TEXTOID, INT8OID},
+    nullptr};
+
+enum class Attempt { kAcquired, kTaken, kRetry };
+
+struct AttemptResult {
+    Attempt outcome;
+    Token token;             // kAcquired
+    TimestampTz expires_at;  // kTaken
+};
+
+// One attempt, in the caller's (sub)transaction.
+AttemptResult TryAcquire(const char *name_space, const char *resource, const char *holder,
+                         const Interval *ttl) {
+    Datum ns = CStringGetTextDatum(name_space);
+    Datum res = CStringGetTextDatum(resource);
+    AttemptResult result = {Attempt::kRetry, 0, 0};
+    Token last = 0;
+    InternalSession session;
+    BeginInternal(&session);
+    {
+        Datum values[] = {ns, res};
+        RunInternalStatement(&lease_lock, values, nullptr);
+    }
+    bool found = SPI_processed > 0;
+    if (found) {
+        bool isnull;
+        HeapTuple tup = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+        TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+        if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull))) {
+            EndInternal(&session);
+            return {Attempt::kTaken, 0, expires_at};
+        }
+    } else {
+        // The first lease of this resource: the inserted row (or the unique
+        // index entry of a concurrent first acquire) serializes acquirers.
+        Datum values[] = {ns, res, CStringGetTextDatum(holder), PointerGetDatum(ttl)};
+        uint64 inserted = RunInternalStatement(&lease_first, values, nullptr);
+        if (inserted == 0) {
+            EndInternal(&session);
+            return result;  // kRetry: a concurrent first acquire committed
+        }
+    }
+    EndInternal(&session);
+
+    // Fence: raise the resource's HWM to a token above both the last one
+    // issued and the HWM (a token from elsewhere may have been written).
+    Token token = NextToken(last, name_space, resource);
+    for (int i = 0;; ++i) {
+        HwmVerdict verdict = CheckAndRaiseResource(name_space, resource, token, true);
+        if (verdict.admitted)
+            break;
+        if (i >= 16)
+            ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                            errmsg("could not issue a fencing token above the high-water mark "
+                                   "of resource %s under concurrent writes",
+                                   quote_literal_cstr(resource)),
+                            errhint("Retry the transaction.")));
+        token = NextToken(verdict.hwm, name_space, resource);
+    }
+
+    BeginInternal(&session);
+    {
+        Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
+                          PointerGetDatum(ttl)};
+        RunInternalStatement(&lease_grant, values, nullptr);
+    }
+    EndInternal(&session);
+    // Issuing a token must survive any crash or failover, whatever
+    // synchronous_commit says (the HWM raise already asked for it too).
+    NoteHwmRaised();
+    return {Attempt::kAcquired, token, 0};
+}
+
+// TryAcquire in a subtransaction: kept when it acquired, rolled back (with
+// its row lock) otherwise.
+AttemptResult TryAcquireInSubtransaction(const char *name_space, const char *resource,
+                                         const char *holder, const Interval *ttl) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    AttemptResult result = {Attempt::kRetry, 0, 0};
+    // An error rolls the subtransaction back here and is raised again in the
+    // caller's transaction (as PL/pgSQL's exception blocks do); otherwise the
+    // session would be left inside an aborted subtransaction.
+    PG_TRY();
+    { result = TryAcquire(name_space, resource, holder, ttl); }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        ReThrowError(error);
+    }
+    PG_END_TRY();
+    if (result.outcome == Attempt::kAcquired)
+        ReleaseCurrentSubTransaction();
+    else
+        RollbackAndReleaseCurrentSubTransaction();
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+    return result;
+}
+
+Datum Acquire(FunctionCallInfo fcinfo) {
+    char *name_space = NamespaceArg(fcinfo, 4);
+    char *resource = TextArg(fcinfo, 0, "resource");
+    RequireStorableResourceKey(name_space, resource);
+    char *holder = TextArg(fcinfo, 1, "holder");
+    const Interval *ttl = PositiveInterval(fcinfo, 2, "ttl");
+    bool waits = !PG_ARGISNULL(3);
+    int64 wait_us = waits ? IntervalMicros(PG_GETARG_INTERVAL_P(3)) : 0;
+    if (waits && wait_us < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
+    Oid caller = GetUserId();
+    RefuseLeaseOnSubscriber("acquire a lease");
+
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceWriter(name_space, caller, "acquire leases in it");
+    EndInternal(&session);
+
+    // The wait is measured on the monotonic clock; lease expiry on the
+    // server's wall clock (clock_timestamp()), as stored.
+    instr_time started;
+    INSTR_TIME_SET_CURRENT(started);
+    // Contended: another lease was live at least once (NULL returned, or waited).
+    bool contended = false;
+    LOCKTAG tag;
+    if (waits) {
+        LeaseLockTag(&tag, name_space, resource);
+        LockAcquire(&tag, ShareLock, false, false);
+    }
+    for (int retries = 0;;) {
+        ResetLatch(MyLatch);
+        AttemptResult r = TryAcquireInSubtransaction(name_space, resource, holder, ttl);
+        if (r.outcome == Attempt::kRetry) {
+            if (++retries > 8)
+                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                errmsg("could not acquire the lease of resource %s under "
+                                       "concurrent first acquires",
+                                       quote_literal_cstr(resource)),
+                                errhint("Retry the transaction.")));
+            continue;
+        }
+        instr_time now;
+        INSTR_TIME_SET_CURRENT(now);
+        INSTR_TIME_SUBTRACT(now, started);
+        int64 waited_us = static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+        if (r.outcome == Attempt::kAcquired) {
+            if (waits)
+                LockRelease(&tag, ShareLock, false);
+            CountAcquire(name_space, resource, true, contended, waited_us, r.token);
+            PG_RETURN_INT64(r.token);
+        }
+        contended = true;
+        if (!waits) {
+            CountAcquire(name_space, resource, false, true, waited_us, 0);
+            PG_RETURN_NULL();
+        }
+        int64 left_us = wait_us - waited_us;
+        if (left_us <= 0) {
+            LockRelease(&tag, ShareLock, false);
+            CountAcquire(name_space, resource, false, true, waited_us, 0);
+            PG_RETURN_NULL();
+        }
+        int64 until_expiry_us = r.expires_at - GetCurrentTimestamp();
+        int64 sleep_us = Min(left_us, Max(until_expiry_us, 0));
+        // Whole milliseconds, rounded up, at least 1, at most a day at a time.
+        long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
+                        PG_WAIT_EXTENSION);
+        CHECK_FOR_INTERRUPTS();
+    }
+}
+
+// Renew and release: one conditional UPDATE of the live lease of token.
+Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
+    char *name_space = NamespaceArg(fcinfo, renew ? 3 : 2);
+    char *resource = TextArg(fcinfo, 0, "resource");
+    Token token = TokenArg(fcinfo, 1);
+    const Interval *ttl = renew ? PositiveInterval(fcinfo, 2, "ttl") : nullptr;
+    Oid caller = GetUserId();
+    RefuseLeaseOnSubscriber(renew ? "renew a lease" : "release a lease");
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceOwner(name_space, caller,
+                          renew ? "renew leases in it" : "release leases in it");
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
+                      Int64GetDatum(token), PointerGetDatum(ttl)};
+    uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
+    int64 held_us = 0;
+    if (changed > 0 && !renew) {
+        bool isnull;
+        TimestampTz acquired_at = DatumGetTimestampTz(
+            SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+        held_us = GetCurrentTimestamp() - acquired_at;
+    }
+    // A refused renew or release from a holder that lost its lease without
+    // knowing: only looked up when counting.
+    bool lost =
+        changed == 0 && StatsEnabled() && RunInternalStatement(&lease_lost, values, nullptr) > 0;
+    EndInternal(&session);
+    if (changed > 0) {
+        WakeWaitersAtCommit(name_space, resource);
+        CountLeaseEvent(name_space, resource, renew ? LeaseEvent::kRenewed : LeaseEvent::kReleased,
+                        held_us);
+    } else if (lost) {
+        CountLeaseEvent(name_space, resource, LeaseEvent::kExpiryDetected, 0);
+    }
+    PG_RETURN_BOOL(changed > 0);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_acquire) {
+    return fencing::pg::Acquire(fcinfo);
+}
+FENCING_FUNCTION(fencing_renew) {
+    return fencing::pg::ChangeLease(fcinfo, true);
+}
+FENCING_FUNCTION(fencing_release) {
+    return fencing::pg::ChangeLease(fcinfo, false);
+}

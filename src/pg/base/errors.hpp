@@ -1,0 +1,14 @@
+// The extension's own SQLSTATEs. Class "TF" ("token fenced") is in the range
+// SQL leaves to implementations (classes starting I-Z), so it cannot collide
+// with a standard or PostgreSQL code.
+#pragma once
+
+#include "pg/base/pg.hpp"
+
+// A write offered a token below the high-water mark (or equal to it, in strict mode).
+#define ERRCODE_FENCING_STALE_TOKEN MAKE_SQLSTATE('T', 'F', '0', '0', '1')
+// A table protected with require_token was written without a token.
+#define ERRCODE_FENCING_TOKEN_REQUIRED MAKE_SQLSTATE('T', 'F', '0', '0', '2')
+
+#define FENCING_STALE_HINT \
+    "The lock was lost: re-acquire it to get a new token, re-read the data, then write."

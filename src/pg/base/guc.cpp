@@ -1,0 +1,193 @@
+// GUCs: fencing.token (transparent mode), fencing.allow_session_token and
+// fencing.auto_protect; the utility hook that refuses a SET LOCAL of
+// fencing.token that PostgreSQL would ignore.
+#include <cstdlib>
+
+#include "pg/base/guc.hpp"
+
+#include "pg/base/errors.hpp"
+#include "pg/api/fenced_dml.hpp"
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "nodes/parsenodes.h"
+#include "tcop/utility.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+}
+
+namespace fencing::pg {
+
+namespace {
+
+char *token_setting = nullptr;
+bool auto_protect_setting = true;
+bool allow_session_token_setting = false;
+// fencing.token's own GUC record: its stack tells whether the current
+// transaction set the value (see SetInThisTransaction).
+config_generic *token_record = nullptr;
+ProcessUtility_hook_type previous_utility_hook = nullptr;
+bool session_token_set = false;
+bool session_token_valid = true;
+Token session_token_value = 0;
+
+// True while _PG_init defines the variables.
+bool defining = false;
+
+struct ParsedToken {
+    bool valid;
+    Token value;
+};
+
+// The parsed token travels from check to assign hook in GUC "extra" memory,
+// which guc.c frees with free(): it must come from malloc.
+//
+// A value SET before this library was loaded lives in a placeholder and is
+// re-applied while _PG_init defines the variable; a rejection then would only
+// be a WARNING and leave the token unset, so an unfenced write could follow.
+// Such a value is accepted but marked invalid, and every write that consults
+// it fails (fail closed).
+bool CheckToken(char **newval, void **extra, GucSource) {
+    if (*newval == nullptr || **newval == '\0')
+        return true;
+    ParseResult parsed = ParseToken(*newval);
+    if (parsed.status != ParseStatus::kOk && !defining) {
+        GUC_check_errcode(parsed.status == ParseStatus::kOutOfRange
+                              ? ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE
+                              : ERRCODE_INVALID_TEXT_REPRESENTATION);
+        GUC_check_errdetail(
+            "fencing.token must be a fencing token: a decimal integer from 0 "
+            "to 9223372036854775807 or 0x hex, or empty for none.");
+        return false;
+    }
+    auto *value = static_cast<ParsedToken *>(std::malloc(sizeof(ParsedToken)));
+    if (value == nullptr)
+        return false;
+    value->valid = parsed.status == ParseStatus::kOk;
+    value->value = parsed.value;
+    *extra = value;
+    return true;
+}
+
+void AssignToken(const char *, void *extra) {
+    auto *parsed = static_cast<ParsedToken *>(extra);
+    session_token_set = parsed != nullptr;
+    session_token_valid = parsed == nullptr || parsed->valid;
+    session_token_value = parsed != nullptr ? parsed->value : 0;
+}
+
+config_generic *FindSetting(const char *name) {
+    config_generic **all = get_guc_variables();
+    int n = GetNumConfigOptions();
+    for (int i = 0; i < n; ++i)
+        if (pg_strcasecmp(all[i]->name, name) == 0)
+            return all[i];
+    return nullptr;
+}
+
+// Whether the current value of fencing.token was set inside the current
+// transaction. PostgreSQL keeps a stack entry for every variable changed
+// inside the transaction (SET, SET LOCAL, set_config(), a function's SET
+// clause) and pops it when the transaction or the function ends. A value with
+// no entry was set for the session: by a SET in an earlier transaction, ALTER
+// ROLE or DATABASE ... SET, postgresql.conf or a connection option. (A value
+// SET before the library was loaded is re-applied by
+// DefineCustomStringVariable, which drops the stack entry that makes for a
+// value of an earlier transaction and keeps those of the current one.) The
+// value must also come from a SET of this transaction: a RESET, or SET ... TO
+// DEFAULT, inside it pushes an entry too but brings back the session's value
+// (ALTER ROLE ... SET, postgresql.conf), with that value's source.
+bool SetInThisTransaction() {
+    // Without the record nothing can be told apart: refuse (fail closed).
+    return token_record != nullptr && token_record->stack != nullptr &&
+           token_record->source == PGC_S_SESSION;
+}
+
+[[noreturn]] void RefuseSessionToken() {
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+             errmsg("fencing.token is set for the session, not for this transaction"),
+             errdetail("fencing.token was set by SET, ALTER ROLE or DATABASE ... SET, "
+                       "postgresql.conf or a connection option, and stays on the connection "
+                       "after the transaction that set it; behind a connection pooler it would "
+                       "fence another client's writes."),
+             errhint("Use SET LOCAL fencing.token inside BEGIN ... COMMIT, "
+                     "set_config('fencing.token', ..., true), or fenced_update().")));
+    pg_unreachable();
+}
+
+// SET LOCAL outside a transaction block is only a WARNING in PostgreSQL and
+// sets nothing: the token would be lost and the next statement's write would
+// carry none. The same condition as PostgreSQL's (WarnNoTransactionBlock) is
+// an error for fencing.token. A multi-statement query string runs in an
+// implicit transaction block, where SET LOCAL holds until its end.
+void RefuseLostSetLocal(PlannedStmt *pstmt, const char *query, bool read_only_tree,
+                        ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *env,
+                        DestReceiver *dest, QueryCompletion *qc) {
+    Node *stmt = pstmt->utilityStmt;
+    if (context == PROCESS_UTILITY_TOPLEVEL && IsA(stmt, VariableSetStmt)) {
+        auto *set = reinterpret_cast<VariableSetStmt *>(stmt);
+        if (set->is_local && set->name != nullptr &&
+            pg_strcasecmp(set->name, "fencing.token") == 0 && !IsTransactionBlock() &&
+            !IsSubTransaction())
+            ereport(ERROR,
+                    (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+                     errmsg("SET LOCAL fencing.token outside a transaction block would be lost"),
+                     errdetail("Outside a transaction block the SET LOCAL ends with its own "
+                               "statement, and the next statement would write without the "
+                               "token."),
+                     errhint("Run BEGIN first, or send the SET LOCAL and the write in one query "
+                             "string.")));
+    }
+    if (previous_utility_hook != nullptr)
+        previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    else
+        standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+}
+
+}  // namespace
+
+void DefineSettings() {
+    defining = true;
+    DefineCustomStringVariable(
+        "fencing.token", "Fencing token carried by writes to protected tables.",
+        "Use SET LOCAL so the token ends with the transaction. Empty means no token.",
+        &token_setting, "", PGC_USERSET, GUC_NOT_IN_SAMPLE, CheckToken, AssignToken, nullptr);
+    token_record = FindSetting("fencing.token");
+    // Superuser only: a client behind a pooler must not be able to switch it
+    // on for the server connection it shares (GRANT SET ON PARAMETER, or
+    // ALTER ROLE ... SET, for a dedicated connection's role).
+    DefineCustomBoolVariable(
+        "fencing.allow_session_token",
+        "Lets a fencing.token set for the session fence writes of later transactions.",
+        "Only for dedicated, unpooled connections: a session token stays on the connection.",
+        &allow_session_token_setting, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomBoolVariable(
+        "fencing.auto_protect", "Protect every table that declares a fencing_token column.",
+        nullptr, &auto_protect_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
+    defining = false;
+    previous_utility_hook = ProcessUtility_hook;
+    ProcessUtility_hook = RefuseLostSetLocal;
+}
+
+bool SessionToken(Oid home_relid, Token *out) {
+    if (FencedDmlToken(home_relid, out))
+        return true;
+    if (!session_token_valid)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+                 errmsg("invalid value for parameter \"fencing.token\": \"%s\"", token_setting),
+                 errdetail("It was set before the fencing library was loaded."),
+                 errhint("SET LOCAL fencing.token to a valid token, or RESET it.")));
+    if (session_token_set && !allow_session_token_setting && !SetInThisTransaction())
+        RefuseSessionToken();
+    *out = session_token_value;
+    return session_token_set;
+}
+
+bool AutoProtectEnabled() {
+    return auto_protect_setting;
+}
+
+}  // namespace fencing::pg

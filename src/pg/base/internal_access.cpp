@@ -1,0 +1,133 @@
+#include "pg/base/internal_access.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/fmgroids.h"
+#include "catalog/namespace.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+Oid cached_owner = InvalidOid;
+bool owner_callback_registered = false;
+
+// DROP/ALTER ROLE and REASSIGN OWNED all touch pg_authid; re-read the owner
+// after any of them.
+void ForgetOwner(Datum, int, uint32) {
+    cached_owner = InvalidOid;
+}
+
+// An extension's pg_extension row: its owner and schema.
+bool ReadExtension(const char *name, Oid *owner, Oid *schema) {
+    Oid ext = get_extension_oid(name, true);
+    if (!OidIsValid(ext))
+        return false;
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+    SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
+    HeapTuple tup = systable_getnext(scan);
+    bool found = HeapTupleIsValid(tup);
+    if (found) {
+        auto *form = reinterpret_cast<Form_pg_extension>(GETSTRUCT(tup));
+        *owner = form->extowner;
+        *schema = form->extnamespace;
+    }
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    return found;
+}
+
+}  // namespace
+
+Oid ExtensionOwner() {
+    if (!owner_callback_registered) {
+        CacheRegisterSyscacheCallback(AUTHOID, ForgetOwner, 0);
+        owner_callback_registered = true;
+    }
+    Oid schema;
+    if (!OidIsValid(cached_owner) && !ReadExtension("fencing", &cached_owner, &schema))
+        cached_owner = InvalidOid;
+    return cached_owner;
+}
+
+Oid ExtensionSchema() {
+    return ExtensionSchemaOf("fencing");
+}
+
+Oid ExtensionSchemaOf(const char *extname) {
+    Oid owner, schema;
+    return ReadExtension(extname, &owner, &schema) ? schema : InvalidOid;
+}
+
+void BeginInternal(InternalSession *session) {
+    Oid owner = ExtensionOwner();
+    // Fail closed: without an owner there is nobody to act as.
+    if (!OidIsValid(owner) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(owner)))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the fencing extension is not installed in this database, or its "
+                               "owner role is gone")));
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fencing: could not connect to SPI")));
+    GetUserIdAndSecContext(&session->saved_user, &session->saved_context);
+    SetUserIdAndSecContext(owner, session->saved_context | SECURITY_LOCAL_USERID_CHANGE |
+                                      SECURITY_RESTRICTED_OPERATION);
+    // pg_catalog alone: not even pg_temp is searched. An override (rather
+    // than a SET of search_path) is cheap, and kept plans prepared under it
+    // match it again on the next call, so they are not re-analysed. Popped by
+    // End, or by transaction abort.
+    OverrideSearchPath path;
+    path.schemas = NIL;
+    path.addCatalog = true;
+    path.addTemp = false;
+    path.generation = 0;
+    PushOverrideSearchPath(&path);
+}
+
+void EndInternal(const InternalSession *session) {
+    PopOverrideSearchPath();
+    SetUserIdAndSecContext(session->saved_user, session->saved_context);
+    SPI_finish();
+}
+
+uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
+    if (stmt->plan == nullptr) {
+        SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
+        if (plan == nullptr)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("fencing: could not prepare internal statement: %s",
+                                   SPI_result_code_string(SPI_result))));
+        SPI_keepplan(plan);
+        stmt->plan = plan;
+    }
+    int rc = SPI_execute_plan(stmt->plan, const_cast<Datum *>(values), nulls, false, 0);
+    if (rc < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    return SPI_processed;
+}
+
+uint64 RunInternalSql(const char *sql, int nargs, const Oid *types, const Datum *values,
+                      const char *nulls, bool read_only) {
+    int rc = SPI_execute_with_args(sql, nargs, const_cast<Oid *>(types),
+                                   const_cast<Datum *>(values), nulls, read_only, 0);
+    if (rc < 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR),
+                 errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
+    return SPI_processed;
+}
+
+}  // namespace fencing::pg

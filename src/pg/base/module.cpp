@@ -1,0 +1,23 @@
+// Module entry: the magic block and load-time initialisation.
+#include "pg/hwm/durability.hpp"
+#include "pg/base/guc.hpp"
+#include "pg/base/pg.hpp"
+#include "pg/base/stats.hpp"
+#include "pg/guard/unfenced.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+extern "C" {
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+void _PG_init(void) {
+    fencing::pg::DefineSettings();
+    fencing::pg::DefineStatsSettings();
+    MarkGUCPrefixReserved("fencing");
+    fencing::pg::RegisterDurabilityCallbacks();
+    fencing::pg::RegisterUnfencedCallbacks();
+}

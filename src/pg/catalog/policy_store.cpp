@@ -1,0 +1,158 @@
+#include "pg/catalog/policy_store.hpp"
+
+#include "pg/base/internal_access.hpp"
+#include "pg/types/token_type.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/partition.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+
+bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    RunInternalSql(
+        "SELECT token_column::pg_catalog.text, scope, resource_column::pg_catalog.text,"
+        " resource_namespace,"
+        " on_stale, strict, require_token FROM fencing.protected"
+        " WHERE relid OPERATOR(pg_catalog.=) $1",
+        1, types, values, nullptr, false);  // not read-only: see this command's own writes
+    if (SPI_processed == 0)
+        return false;
+    HeapTuple t = SPI_tuptable->vals[0];
+    TupleDesc d = SPI_tuptable->tupdesc;
+    auto text_at = [&](int col) -> const char * {
+        char *v = SPI_getvalue(t, d, col);
+        return v != nullptr ? v : "";
+    };
+    row->relid = relid;
+    strlcpy(row->token_column, text_at(1), NAMEDATALEN);
+    if (!ParseScope(text_at(2), &row->scope))
+        row->scope = Scope::kRow;
+    strlcpy(row->resource_column, text_at(3), NAMEDATALEN);
+    // Outlives SPI_finish: allocated in the caller's memory context.
+    const char *name_space = text_at(4);
+    row->resource_namespace = static_cast<char *>(SPI_palloc(strlen(name_space) + 1));
+    strcpy(row->resource_namespace, name_space);
+    if (!ParseOnStale(text_at(5), &row->on_stale))
+        row->on_stale = OnStale::kError;
+    row->strict = strcmp(text_at(6), "t") == 0;
+    row->require_token = strcmp(text_at(7), "t") == 0;
+    return true;
+}
+
+bool RequireTokenByDefault() {
+    RunInternalSql(
+        "SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) OPERATOR(pg_catalog.=) 'false'"
+        " FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a"
+        " ON a.attrelid OPERATOR(pg_catalog.=) d.adrelid AND a.attnum OPERATOR(pg_catalog.=) "
+        "d.adnum"
+        " WHERE d.adrelid OPERATOR(pg_catalog.=) 'fencing.protected'::pg_catalog.regclass"
+        " AND a.attname OPERATOR(pg_catalog.=) 'require_token'",
+        0, nullptr, nullptr, nullptr, true);
+    if (SPI_processed == 0)
+        return true;
+    char *off = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+    return off == nullptr || strcmp(off, "t") != 0;
+}
+
+void WriteProtectedRow(const ProtectedRow &row) {
+    Oid types[] = {OIDOID, NAMEOID, TEXTOID, NAMEOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID};
+    bool resource = row.scope == Scope::kResource;
+    Datum values[] = {ObjectIdGetDatum(row.relid),
+                      CStringGetDatum(row.token_column),
+                      CStringGetTextDatum(ScopeName(row.scope)),
+                      CStringGetDatum(row.resource_column),
+                      CStringGetTextDatum(row.resource_namespace),
+                      CStringGetTextDatum(OnStaleName(row.on_stale)),
+                      BoolGetDatum(row.strict),
+                      BoolGetDatum(row.require_token)};
+    NameData token_name, resource_name;
+    namestrcpy(&token_name, row.token_column);
+    namestrcpy(&resource_name, row.resource_column);
+    values[1] = NameGetDatum(&token_name);
+    values[3] = NameGetDatum(&resource_name);
+    char nulls[] = "        ";
+    if (!resource)
+        nulls[3] = nulls[4] = 'n';
+    RunInternalSql(
+        "INSERT INTO fencing.protected AS p (relid, token_column, scope, resource_column,"
+        " resource_namespace, on_stale, strict, require_token)"
+        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
+        " ON CONFLICT (relid) DO UPDATE SET token_column = excluded.token_column,"
+        " scope = excluded.scope, resource_column = excluded.resource_column,"
+        " resource_namespace = excluded.resource_namespace, on_stale = excluded.on_stale,"
+        " strict = excluded.strict, require_token = excluded.require_token",
+        8, types, values, nulls, false);
+}
+
+void DeleteProtectedRow(Oid relid) {
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    RunInternalSql("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
+                   values, nullptr, false);
+}
+
+// The nearest partition ancestor that is protected, if any.
+Oid ProtectedAncestor(Oid relid) {
+    if (!get_rel_relispartition(relid))
+        return InvalidOid;
+    ListCell *lc;
+    foreach (lc, get_partition_ancestors(relid)) {
+        ProtectedRow row;
+        if (ReadProtectedRow(lfirst_oid(lc), &row))
+            return lfirst_oid(lc);
+    }
+    return InvalidOid;
+}
+
+// A protected table under relid in its partition tree (not relid itself), if any.
+Oid ProtectedDescendant(Oid relid) {
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+        return InvalidOid;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(relid, NoLock, nullptr)) {
+        ProtectedRow row;
+        if (lfirst_oid(lc) != relid && ReadProtectedRow(lfirst_oid(lc), &row))
+            return lfirst_oid(lc);
+    }
+    return InvalidOid;
+}
+
+// Names of the fencing_token columns of a relation (at most two are needed).
+int TokenColumns(Oid relid, char first[NAMEDATALEN]) {
+    Oid token_type = FencingTokenTypeOid();
+    Relation rel = table_open(relid, AccessShareLock);
+    TupleDesc desc = RelationGetDescr(rel);
+    int count = 0;
+    for (int i = 0; i < desc->natts; ++i) {
+        Form_pg_attribute att = TupleDescAttr(desc, i);
+        if (att->attisdropped || att->atttypid != token_type)
+            continue;
+        if (count++ == 0)
+            strlcpy(first, NameStr(att->attname), NAMEDATALEN);
+    }
+    table_close(rel, AccessShareLock);
+    return count;
+}
+
+Oid RelationOwner(Oid relid) {
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for relation %u", relid);
+    Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+    return owner;
+}
+
+}  // namespace fencing::pg

@@ -1,0 +1,50 @@
+// fencing.protected: one row per protected table, the single source of truth
+// for its policy. Dumped by pg_dump (an extension configuration table); every
+// change to a row re-installs the table's guards (fencing.protected_sync,
+// pg/guard/install.hpp). All functions here run inside an internal session
+// (pg/base/internal_access.hpp).
+#pragma once
+
+#include "core/policy.hpp"
+#include "pg/base/pg.hpp"
+
+namespace fencing::pg {
+
+// A row of fencing.protected.
+struct ProtectedRow {
+    Oid relid;
+    char token_column[NAMEDATALEN];
+    Scope scope;
+    char resource_column[NAMEDATALEN];  // empty when none
+    char *resource_namespace;           // palloc'd; empty when none
+    OnStale on_stale;
+    bool strict;
+    bool require_token;
+};
+
+bool ReadProtectedRow(Oid relid, ProtectedRow *row);
+// Inserts or replaces the row (fencing.protected_sync then installs guards).
+void WriteProtectedRow(const ProtectedRow &row);
+void DeleteProtectedRow(Oid relid);
+
+// The default of fencing.protected.require_token, which the installed
+// version's scripts set: a table protected automatically gets it, as a
+// fencing_protect() call without require_token does. True when it cannot be
+// read (fail closed).
+bool RequireTokenByDefault();
+
+// The nearest partition ancestor of relid that is protected, if any.
+Oid ProtectedAncestor(Oid relid);
+
+// A protected table in relid's partition tree below relid, if any: it is
+// fenced as its own home, with state (tombstones, a table HWM) that relid
+// protected as a home would not see.
+Oid ProtectedDescendant(Oid relid);
+
+// How many fencing_token columns relid has; the first one's name in first.
+int TokenColumns(Oid relid, char first[NAMEDATALEN]);
+
+// The owner of a relation.
+Oid RelationOwner(Oid relid);
+
+}  // namespace fencing::pg

@@ -1,0 +1,236 @@
+// DDL hooks: keep protection in step with CREATE TABLE (auto-protection),
+// ALTER TABLE (renames, dropped or retyped columns, partitions) and restore.
+//   fencing.on_table_ddl(oid)   called by the ddl_command_end event trigger
+//   fencing.protected_sync()    AFTER trigger on fencing.protected (ALWAYS)
+#include "pg/base/boundary.hpp"
+#include "pg/ddl/checks.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/base/guc.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/catalog/policy_store.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/types/token_type.hpp"
+#include "pg/keys/tombstone_key.hpp"
+#include "pg/hwm/tombstones.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// A column's name, or nullptr once it has been dropped.
+char *LiveAttName(Oid relid, AttrNumber attnum) {
+    HeapTuple tup = SearchSysCache2(ATTNUM, ObjectIdGetDatum(relid), Int16GetDatum(attnum));
+    if (!HeapTupleIsValid(tup))
+        return nullptr;
+    auto *att = reinterpret_cast<Form_pg_attribute>(GETSTRUCT(tup));
+    char *name = att->attisdropped ? nullptr : pstrdup(NameStr(att->attname));
+    ReleaseSysCache(tup);
+    return name;
+}
+
+// Whether relid lies in a schema of the pg_repack extension: its work
+// tables (repack.table_<oid>, the copy whose files are swapped into the
+// original's; repack.log_<oid>) are not the user's tables, and the original
+// stays fenced. Auto-protecting the copy would fence the replay of the
+// original's changes, which carry no token (a replayed DELETE under
+// require_token is TF002), with the wrong policy (row scope, for a table
+// fenced in resource or table scope): it would stop the repack. Only new
+// tables get here: a table already protected keeps its policy in any schema.
+bool InRepackSchema(Oid relid) {
+    Oid repack = get_extension_oid("pg_repack", true);
+    return OidIsValid(repack) &&
+           getExtensionOfObject(NamespaceRelationId, get_rel_namespace(relid)) == repack;
+}
+
+// pg_partman's template table (template_<schema>_<table> in pg_partman's
+// schema): created LIKE the partitioned parent, so it has the fencing_token
+// column, but it holds no rows and no write reaches the partitions through
+// it (they take their parent's policy). Auto-protection leaves it alone;
+// fencing_protect() still fences it if asked to.
+bool IsPartmanTemplate(Oid relid) {
+    Oid schema = ExtensionSchemaOf("pg_partman");
+    return OidIsValid(schema) && get_rel_namespace(relid) == schema &&
+           strncmp(get_rel_name(relid), "template_", strlen("template_")) == 0;
+}
+
+// DDL hook, for one table created or altered by the current command.
+void OnTableDdl(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind == RELKIND_FOREIGN_TABLE && OidIsValid(ProtectedAncestor(relid)))
+        RefuseForeignPartition(relid);
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        return;
+    // Temporary tables are never fenced: their drop at session end fires no
+    // event trigger, so policy rows would outlive them. One with a
+    // fencing_token column is said to be unfenced (it would otherwise be
+    // fenced automatically). Nor are the extension's own tables fenced.
+    if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP) {
+        char token[NAMEDATALEN];
+        if (AutoProtectEnabled() && TokenColumns(relid, token) > 0)
+            ereport(
+                NOTICE,
+                (errmsg("temporary table %s is not fenced", quote_identifier(get_rel_name(relid))),
+                 errdetail("Temporary tables are never fenced: writes to it are not judged "
+                           "by any token, and its fencing_token column \"%s\" is an "
+                           "ordinary column.",
+                           token),
+                 errhint("Use a regular table for rows whose writes must be fenced.")));
+        return;
+    }
+    if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
+        return;
+    ProtectedRow row;
+    if (ReadProtectedRow(relid, &row)) {
+        // Renames keep attnums: follow them from a guard to the new names.
+        List *guarded = GuardedRelations(relid, AccessShareLock);
+        Policy policy;
+        if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
+            Oid leaf = linitial_oid(guarded);
+            char *token = LiveAttName(leaf, policy.token_attnum);
+            char *resource =
+                policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
+            Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
+            if (token != nullptr && token_type != INT8OID && token_type != FencingTokenTypeOid()) {
+                ereport(
+                    NOTICE,
+                    (errmsg(
+                        "table %s is no longer fenced: its token column \"%s\" is now of type %s",
+                        RelName(relid), token, format_type_be(token_type))));
+                DeleteProtectedRow(relid);
+                return;
+            }
+            if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
+                ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
+                                        RelName(relid), token == nullptr ? "token" : "resource")));
+                DeleteProtectedRow(relid);
+                return;
+            }
+            if (strcmp(token, row.token_column) != 0 ||
+                (resource != nullptr && strcmp(resource, row.resource_column) != 0)) {
+                strlcpy(row.token_column, token, NAMEDATALEN);
+                if (resource != nullptr)
+                    strlcpy(row.resource_column, resource, NAMEDATALEN);
+                WriteProtectedRow(row);
+                return;
+            }
+        }
+        SyncGuards(relid);  // e.g. a partition attached
+        return;
+    }
+    Oid ancestor = ProtectedAncestor(relid);
+    if (OidIsValid(ancestor)) {
+        SyncGuards(ancestor);
+        return;
+    }
+    if (!AutoProtectEnabled() || InRepackSchema(relid))
+        return;
+    memset(&row, 0, sizeof(row));
+    int n = TokenColumns(relid, row.token_column);
+    if (n == 0)
+        return;
+    Oid below = ProtectedDescendant(relid);
+    if (OidIsValid(below)) {
+        ereport(NOTICE,
+                (errmsg("table %s is not fenced automatically: its partition %s is protected "
+                        "on its own",
+                        RelName(relid), RelName(below)),
+                 errdetail("%s keeps its own tombstones and high-water marks, which %s would "
+                           "not see as their fenced table.",
+                           RelName(below), RelName(relid)),
+                 errhint("Detach %s, call fencing_protect(%s), then attach %s again: ATTACH "
+                         "carries its state over.",
+                         RelName(below), quote_literal_cstr(RelName(relid)), RelName(below))));
+        return;
+    }
+    if (IsPartmanTemplate(relid)) {
+        ereport(NOTICE, (errmsg("table %s is not fenced automatically: it is pg_partman's "
+                                "template table",
+                                RelName(relid)),
+                         errdetail("It holds no rows; the partitions pg_partman creates take "
+                                   "their parent's policy.")));
+        return;
+    }
+    if (n > 1) {
+        ereport(NOTICE,
+                (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
+                        RelName(relid), n),
+                 errhint("Call fencing_protect() with token_column => '...'.")));
+        return;
+    }
+    row.relid = relid;
+    row.scope = Scope::kRow;
+    row.on_stale = OnStale::kError;
+    // Fail closed from 1.4 on: the installed version's default (true since
+    // 1.4, whose update script leaves tables protected before as they were).
+    row.require_token = RequireTokenByDefault();
+    row.resource_namespace = pstrdup("");
+    RequireCanonicalRowKeyOf(relid);
+    RequireTombstoneKeysFitRows(relid);
+    WriteProtectedRow(row);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing::pg;
+
+// AFTER INSERT OR UPDATE OR DELETE ON fencing.protected, ENABLE ALWAYS.
+FENCING_FUNCTION(fencing_protected_sync) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_sync() can only be called as a trigger")));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    // Only as installed: AFTER ROW on fencing.protected (a superuser could
+    // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
+    Oid nsp = get_namespace_oid("fencing", true);
+    if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+        TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) || !OidIsValid(nsp) ||
+        RelationGetRelid(td->tg_relation) != get_relname_relid("protected", nsp))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_sync() must be fired as an AFTER ROW trigger "
+                               "on fencing.protected")));
+    TupleDesc desc = RelationGetDescr(td->tg_relation);
+    bool isnull;
+    Oid old_relid = InvalidOid, new_relid = InvalidOid;
+    if (!TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        old_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_trigtuple, 1, desc, &isnull));
+    if (TRIGGER_FIRED_BY_UPDATE(td->tg_event))
+        new_relid = DatumGetObjectId(heap_getattr(td->tg_newtuple, 1, desc, &isnull));
+    InternalSession access;
+    BeginInternal(&access);
+    if (OidIsValid(old_relid) && old_relid != new_relid)
+        SyncGuards(old_relid);
+    if (OidIsValid(new_relid))
+        SyncGuards(new_relid);
+    EndInternal(&access);
+    return PointerGetDatum(nullptr);
+}
+
+// Called by the ddl_command_end event trigger for each table a command created
+// or altered. Not granted to PUBLIC.
+FENCING_FUNCTION(fencing_on_table_ddl) {
+    Oid relid = PG_GETARG_OID(0);
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        PG_RETURN_VOID();
+    InternalSession access;
+    BeginInternal(&access);
+    OnTableDdl(relid);
+    CheckAfterTableDdl(relid);
+    EndInternal(&access);
+    PG_RETURN_VOID();
+}

@@ -1,0 +1,169 @@
+// Rows leaving a row-scope fenced partition tree leave tombstones first (see
+// partition_removal.hpp).
+#include "pg/ddl/partition_removal.hpp"
+
+#include "core/policy.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/hwm/tombstones.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+namespace fencing::pg {
+
+namespace {
+
+// A leaf of going whose row-scope home is neither itself nor in going: its
+// rows leave the home's tree without tombstones unless we write them.
+bool LeavesHome(Oid leaf, const List *going, Policy *policy) {
+    return get_rel_relkind(leaf) == RELKIND_RELATION && GuardPolicy(leaf, policy) &&
+           policy->scope == Scope::kRow && policy->home_relid != leaf &&
+           !list_member_oid(going, policy->home_relid);
+}
+
+// The plain and partitioned tables of pg_class whose OID column att equals
+// value (relnamespace, relowner): a sequential scan, as DDL can afford.
+List *TablesWhere(AttrNumber att, Oid value) {
+    List *oids = NIL;
+    Relation rel = table_open(RelationRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, att, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(value));
+    SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, nullptr, 1, &key);
+    HeapTuple tup;
+    while (HeapTupleIsValid(tup = systable_getnext(scan))) {
+        auto *form = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup));
+        if (form->relkind == RELKIND_RELATION || form->relkind == RELKIND_PARTITIONED_TABLE)
+            oids = lappend_oid(oids, form->oid);
+    }
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    return oids;
+}
+
+// Every relation in tops and under them (partitions go with their parent).
+List *WithInheritors(List *tops, LOCKMODE mode) {
+    List *all = NIL;
+    ListCell *lc;
+    foreach (lc, tops)
+        all = list_concat_unique_oid(all, find_all_inheritors(lfirst_oid(lc), mode, nullptr));
+    return all;
+}
+
+bool MayDrop(Oid relid) {
+    return pg_class_ownercheck(relid, GetUserId()) ||
+           pg_namespace_ownercheck(get_rel_namespace(relid), GetUserId());
+}
+
+// The tables a DROP command names directly (before CASCADE), or NIL.
+List *DroppedTables(Node *tree) {
+    List *tops = NIL;
+    ListCell *lc;
+    if (IsA(tree, DropStmt)) {
+        auto *stmt = castNode(DropStmt, tree);
+        foreach (lc, stmt->objects) {
+            if (stmt->removeType == OBJECT_TABLE) {
+                Oid relid = RangeVarGetRelid(makeRangeVarFromNameList(castNode(List, lfirst(lc))),
+                                             NoLock, true);
+                if (OidIsValid(relid) && MayDrop(relid))
+                    tops = lappend_oid(tops, relid);
+            } else if (stmt->removeType == OBJECT_SCHEMA) {
+                Oid nsp = get_namespace_oid(strVal(lfirst(lc)), true);
+                if (OidIsValid(nsp) && pg_namespace_ownercheck(nsp, GetUserId()))
+                    tops = list_concat(tops, TablesWhere(Anum_pg_class_relnamespace, nsp));
+            }
+        }
+    } else if (IsA(tree, DropOwnedStmt)) {
+        foreach (lc, castNode(DropOwnedStmt, tree)->roles) {
+            Oid role = get_rolespec_oid(static_cast<RoleSpec *>(lfirst(lc)), true);
+            if (OidIsValid(role) && has_privs_of_role(GetUserId(), role))
+                tops = list_concat(tops, TablesWhere(Anum_pg_class_relowner, role));
+        }
+    }
+    return tops;
+}
+
+// The rows of removed's leaves that LeavesHome, tombstoned under their home
+// (home: InvalidOid), or under home.
+int64 TombstoneRows(Oid removed, const List *going, Oid home) {
+    int64 written = 0;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(removed, NoLock, nullptr)) {
+        Oid leaf = lfirst_oid(lc);
+        Policy policy;
+        bool row_leaf = get_rel_relkind(leaf) == RELKIND_RELATION && GuardPolicy(leaf, &policy) &&
+                        policy.scope == Scope::kRow;
+        if (OidIsValid(home) ? !row_leaf : !LeavesHome(leaf, going, &policy))
+            continue;
+        Relation rel = table_open(leaf, NoLock);  // locked by the caller
+        written += TombstoneEveryRow(rel, OidIsValid(home) ? home : policy.home_relid,
+                                     policy.token_attnum);
+        table_close(rel, NoLock);
+    }
+    return written;
+}
+
+}  // namespace
+
+int64 TombstoneRowsUnder(Oid removed, Oid home) {
+    return TombstoneRows(removed, NIL, home);
+}
+
+void BeforeDrop(Node *tree) {
+    List *tops = DroppedTables(tree);
+    if (tops == NIL)
+        return;
+    // The locks the DROP takes anyway, in its order (a partition's parent
+    // first, as RangeVarCallbackForDropRelation and heap_drop_with_catalog
+    // take it), taken before the tree is read: no partition is attached
+    // under a dropped table after we look (an ATTACH in flight is waited
+    // for, and its partition seen), no writer of the rows read below is in
+    // flight, and none comes before the DROP commits. Then each named table
+    // itself: find_all_inheritors locks only what is under it, and a writer
+    // of the partition alone (its partition constraint cached, or a DELETE,
+    // which checks none) holds no lock on the parent.
+    ListCell *lc;
+    foreach (lc, tops) {
+        Oid relid = lfirst_oid(lc);
+        if (get_rel_relispartition(relid)) {
+            Oid parent = get_partition_parent(relid, true);
+            if (OidIsValid(parent))
+                LockRelationOid(parent, AccessExclusiveLock);
+        }
+    }
+    foreach (lc, tops) LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
+    List *going = WithInheritors(tops, AccessExclusiveLock);
+    bool any = false;
+    foreach (lc, going) {
+        Policy policy;
+        any = any || LeavesHome(lfirst_oid(lc), going, &policy);
+    }
+    if (!any)
+        return;
+    int64 written = 0;
+    foreach (lc, tops)
+        if (!list_member_oid(going, get_rel_relispartition(lfirst_oid(lc))
+                                        ? get_partition_parent(lfirst_oid(lc), true)
+                                        : InvalidOid))
+            written += TombstoneRows(lfirst_oid(lc), going, InvalidOid);
+    if (written > 0)
+        ereport(NOTICE, (errmsg("fencing: " INT64_FORMAT " dropped row(s) of row-scope fenced "
+                                "partitions left tombstones under their fenced table",
+                                written)));
+}
+
+}  // namespace fencing::pg

@@ -1,0 +1,680 @@
+// fencing.guard(): the BEFORE ROW trigger installed on every protected table
+// (or, for a partitioned table, on every leaf partition). It covers every
+// write path that fires row triggers: INSERT (with ON CONFLICT DO UPDATE),
+// UPDATE, DELETE, MERGE and COPY FROM.
+//
+// Row scope needs no extra statement on UPDATE and DELETE: PostgreSQL locks
+// the old row (re-reading its newest version under READ COMMITTED, through
+// EvalPlanQual) before BEFORE ROW triggers run, so the token in OLD is the
+// row's committed HWM and stays so until this transaction ends.
+#include "core/policy.hpp"
+#include "pg/base/boundary.hpp"
+#include "pg/hwm/durability.hpp"
+#include "pg/base/errors.hpp"
+#include "pg/api/fenced_dml.hpp"
+#include "pg/base/guc.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/hwm/raise_registry.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/keys/resource_key.hpp"
+#include "pg/keys/row_key.hpp"
+#include "pg/base/stats.hpp"
+#include "pg/catalog/subscriber.hpp"
+#include "pg/hwm/tombstones.hpp"
+#include "pg/types/token_type.hpp"
+#include "pg/guard/unfenced.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "access/sysattr.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/bitmapset.h"
+#include "utils/lsyscache.h"
+#include "utils/datum.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+enum class RowEvent { kInsert, kUpdate, kDelete };
+
+struct GuardContext {
+    TriggerData *trigger;
+    Relation rel;
+    Policy policy;
+    const char *name_space;  // resource scope
+    RowEvent event;
+    HeapTuple old_row;  // UPDATE, DELETE
+    HeapTuple new_row;  // INSERT, UPDATE
+    // The token column of the old and the new row, where there is one.
+    bool has_old_token;
+    Token old_token;
+    bool has_new_token;
+    Token new_token;
+};
+
+[[noreturn]] void BadGuard(Relation rel, const char *why) {
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("fencing guard on table \"%s\" is invalid: %s",
+                           RelationGetRelationName(rel), why),
+                    errhint("Run fencing_protect() on the table again.")));
+    pg_unreachable();
+}
+
+bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
+    bool isnull;
+    Datum d = heap_getattr(row, attnum, desc, &isnull);
+    if (isnull)
+        return false;
+    *out = DatumGetInt64(d);
+    return true;
+}
+
+// Errors name the protected table the caller wrote to: for a partition, its
+// protected parent (the home relation of the policy).
+const char *HomeName(const GuardContext &g) {
+    return RelName(g.policy.home_relid);
+}
+
+// errtable() for the home relation: its schema and name in the error fields.
+int HomeTable(const GuardContext &g) {
+    Oid home = g.policy.home_relid;
+    err_generic_string(PG_DIAG_SCHEMA_NAME, get_namespace_name(get_rel_namespace(home)));
+    return err_generic_string(PG_DIAG_TABLE_NAME, get_rel_name(home));
+}
+
+// A column's quoted name, or a description without it when the caller may
+// not read the column (errors never name what the caller cannot see).
+const char *ColumnForCaller(const GuardContext &g, int attnum, const char *unnamed) {
+    AttrNumber a = static_cast<AttrNumber>(attnum);
+    if (!CallerMaySeeColumns(g.rel, g.policy.home_relid, &a, 1))
+        return unnamed;
+    return psprintf("\"%s\"", NameStr(TupleDescAttr(RelationGetDescr(g.rel), attnum - 1)->attname));
+}
+
+// "key (id)=(5)" -> "Key (id)=(5)", to open a DETAIL sentence.
+const char *Capitalized(const char *text) {
+    char *copy = pstrdup(text);
+    if (copy[0] >= 'a' && copy[0] <= 'z')
+        copy[0] = static_cast<char>(copy[0] - 'a' + 'A');
+    return copy;
+}
+
+// What the counters (pg/base/stats.hpp) file this firing under.
+WriteStatsTarget StatsTarget(const GuardContext &g) {
+    return {g.trigger->tg_trigger->tgoid, g.policy.home_relid,
+            g.policy.scope == Scope::kResource ? g.name_space : nullptr};
+}
+
+// Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
+// Either way the write is counted and logged first, so a rejection that rolls
+// its transaction back is still counted.
+void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
+           bool may_skip = true) {
+    // A foreign key's cascade is never skipped: skipping it would leave the
+    // constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
+    if (may_skip && !InNoForceRLSOperation() &&
+        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))) {
+        CountStale(StatsTarget(g), true, where, offered, hwm);
+        return;
+    }
+    CountStale(StatsTarget(g), false, where, offered, hwm);
+    // As for a unique violation: the table in the message, the key in DETAIL.
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_STALE_TOKEN),
+             errmsg("stale fencing token for table %s", HomeName(g)),
+             g.policy.strict ? errdetail("%s: offered token " INT64_FORMAT
+                                         " is not above the high-water mark " INT64_FORMAT
+                                         " (strict: a token is admitted to one transaction only).",
+                                         Capitalized(where), offered, hwm)
+                             : errdetail("%s: offered token " INT64_FORMAT
+                                         " is below the high-water mark " INT64_FORMAT ".",
+                                         Capitalized(where), offered, hwm),
+             errhint(FENCING_STALE_HINT), HomeTable(g)));
+}
+
+HeapTuple WithToken(const GuardContext &g, Token token) {
+    int attnum = g.policy.token_attnum;
+    Datum value = Int64GetDatum(token);
+    bool isnull = false;
+    return heap_modify_tuple_by_cols(g.new_row, RelationGetDescr(g.rel), 1, &attnum, &value,
+                                     &isnull);
+}
+
+// Resource scope: the resource column's value, as text.
+const char *ResourceOf(const GuardContext &g, HeapTuple row) {
+    TupleDesc desc = RelationGetDescr(g.rel);
+    int attnum = g.policy.resource_attnum;
+    bool isnull;
+    Datum d = heap_getattr(row, attnum, desc, &isnull);
+    if (isnull)
+        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                        errmsg("cannot fence a row of table %s: its resource column %s is NULL",
+                               HomeName(g), ColumnForCaller(g, attnum, "(not shown)")),
+                        HomeTable(g)));
+    return ResourceKeyText(TupleDescAttr(desc, attnum - 1)->atttypid, d);
+}
+
+// The primary key's columns: the relcache's own bitmap once computed
+// (rd_indexattr set), else a copy. nullptr when the table has none.
+const Bitmapset *PrimaryKeyColumns(Relation rel) {
+    return rel->rd_indexattr != nullptr
+               ? rel->rd_pkattr
+               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+}
+
+// Replay-safe retries (strict mode). A client whose COMMIT timed out does not
+// know whether its write landed. If it did, the retry offers a token equal to
+// the HWM, raised by a transaction that is not the retry's. Such a write is a
+// replay, admitted as a no-op success, when it changes nothing:
+//   * it is an UPDATE (plain, MERGE's, ON CONFLICT DO UPDATE's, fenced_*()'s):
+//     an INSERT has no stored row to compare (a plain INSERT of a row that
+//     landed meets its unique violation, as any duplicate does), a DELETE of
+//     an existing row is never a no-op, and a tombstone has no payload;
+//   * every column of the new row is byte-identical (datum_image_eq, which
+//     detoasts) to the stored row's, the token column included (as the offered
+//     token), dropped and generated columns excepted (the latter are computed
+//     from the others by an immutable expression);
+//   * in row scope, the table has a primary key: without one, the registry
+//     knows a row by the version this transaction wrote, which the replay is.
+// Only a token equal to the HWM is considered: a newer holder's write put the
+// HWM above the retry's token, and a lower token is refused whatever its
+// payload. The replay raises nothing and is not recorded as a raise, so a
+// later different write with the token is still refused, in this transaction
+// too. It commits as durably as a raise: its success confirms a write whose
+// commit may never have been acknowledged, so it waits for that WAL as well.
+bool SamePayload(const GuardContext &g, Token offered) {
+    TupleDesc desc = RelationGetDescr(g.rel);
+    for (int attnum = 1; attnum <= desc->natts; ++attnum) {
+        Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+        if (att->attisdropped || att->attgenerated != '\0')
+            continue;
+        bool old_null, new_null = false;
+        Datum o = heap_getattr(g.old_row, attnum, desc, &old_null);
+        Datum n = attnum == g.policy.token_attnum
+                      ? Int64GetDatum(offered)
+                      : heap_getattr(g.new_row, attnum, desc, &new_null);
+        if (old_null != new_null ||
+            (!old_null && !datum_image_eq(o, n, att->attbyval, att->attlen)))
+            return false;
+    }
+    return true;
+}
+
+bool AdmitsReplay(const GuardContext &g, Token offered, Token hwm) {
+    if (!g.policy.strict || offered != hwm || g.event != RowEvent::kUpdate)
+        return false;
+    if (g.policy.scope == Scope::kRow && PrimaryKeyColumns(g.rel) == nullptr)
+        return false;
+    if (!SamePayload(g, offered))
+        return false;
+    NoteHwmRaised();  // durability only: the registry records nothing
+    return true;
+}
+
+// Resource and table scope: one atomic check-and-raise on the HWM table.
+bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource) {
+    HwmVerdict verdict =
+        g.policy.scope == Scope::kResource
+            ? CheckAndRaiseResource(g.name_space, resource, offered, g.policy.strict)
+            : CheckAndRaiseTable(g.policy.home_relid, offered, g.policy.strict);
+    if (verdict.admitted || AdmitsReplay(g, offered, verdict.hwm))
+        return true;
+    StringInfoData where;
+    initStringInfo(&where);
+    AttrNumber resource_attnum = static_cast<AttrNumber>(g.policy.resource_attnum);
+    if (g.policy.scope == Scope::kResource)
+        appendStringInfo(&where, "resource %s (namespace %s)",
+                         CallerMaySeeColumns(g.rel, g.policy.home_relid, &resource_attnum, 1)
+                             ? quote_literal_cstr(resource)
+                             : "(not shown)",
+                         quote_literal_cstr(g.name_space));
+    else
+        appendStringInfoString(&where, "table-wide");
+    Stale(g, where.data, offered, verdict.hwm);
+    return false;
+}
+
+// The last decoded policy, keyed by trigger OID and its exact text: rows of one
+// statement hit it, and a changed policy means a new trigger anyway.
+struct PolicyCache {
+    Oid tgoid = InvalidOid;
+    char text[kPolicyTextCapacity] = {};
+    Policy policy;
+};
+PolicyCache policy_cache;
+
+bool CachedPolicy(const Trigger *trigger, Policy *out) {
+    const char *text = trigger->tgargs[0];
+    if (trigger->tgoid != policy_cache.tgoid || strcmp(text, policy_cache.text) != 0) {
+        if (strlen(text) >= kPolicyTextCapacity || !DecodePolicy(text, &policy_cache.policy)) {
+            policy_cache.tgoid = InvalidOid;
+            return false;
+        }
+        strcpy(policy_cache.text, text);
+        policy_cache.tgoid = trigger->tgoid;
+    }
+    *out = policy_cache.policy;
+    return true;
+}
+
+// Row scope's side of the raise registry (pg/hwm/raise_registry.hpp): a row's
+// HWM, or its key's tombstone, is identified by the canonical primary key. A
+// table without a primary key has one identity for all its rows, and an equal
+// token is then admitted only on a row version this transaction wrote.
+bool RowRaisedHere(const GuardContext &g, HwmKind kind, HeapTuple row, Token token) {
+    Datum key;
+    if (!RowKeyOf(g.rel, row, &key))
+        return kind == HwmKind::kRow &&
+               TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(row->t_data)) &&
+               RaisedHere(kind, g.policy.home_relid, nullptr, 0, token);
+    auto *bytes = reinterpret_cast<varlena *>(DatumGetPointer(key));
+    return RaisedHere(kind, g.policy.home_relid, VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes),
+                      token);
+}
+
+// Strict mode's one rule: above the HWM, or equal to it and raised to it by
+// this very transaction.
+bool RowAdmits(const GuardContext &g, HwmKind kind, HeapTuple row, Token offered, Token hwm) {
+    if (Admits(offered, hwm, g.policy.strict))
+        return true;
+    return g.policy.strict && offered == hwm && RowRaisedHere(g, kind, row, offered);
+}
+
+void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token token) {
+    if (!g.policy.strict)
+        return;
+    Datum key;
+    if (!RowKeyOf(g.rel, row, &key)) {
+        RecordRaise(kind, g.policy.home_relid, nullptr, 0, token);
+        return;
+    }
+    auto *bytes = reinterpret_cast<varlena *>(DatumGetPointer(key));
+    RecordRaise(kind, g.policy.home_relid, VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes), token);
+}
+
+// Bringing back a deleted key needs a token: a row without one would carry no
+// HWM and let any later token in.
+[[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone) {
+    CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+             errmsg("writing a deleted key of table %s requires a fencing token", HomeName(g)),
+             errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                       RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
+             errhint("SET LOCAL fencing.token, or write the token column."), HomeTable(g)));
+    pg_unreachable();
+}
+
+// Whether two versions of a row differ in a primary key column (binary
+// comparison, as the executor's own key-change test).
+bool KeyColumnsDiffer(Relation rel, const Bitmapset *pk, HeapTuple old_row, HeapTuple new_row) {
+    TupleDesc desc = RelationGetDescr(rel);
+    int member = -1;
+    while ((member = bms_next_member(pk, member)) >= 0) {
+        int attnum = member + FirstLowInvalidHeapAttributeNumber;
+        Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+        bool old_null, new_null;
+        Datum o = heap_getattr(old_row, attnum, desc, &old_null);
+        Datum n = heap_getattr(new_row, attnum, desc, &new_null);
+        if (old_null != new_null || (!old_null && !datumIsEqual(o, n, att->attbyval, att->attlen)))
+            return true;
+    }
+    return false;
+}
+
+// Whether a BEFORE UPDATE row trigger other than the guard may have changed
+// the new row: the SET list then no longer says which columns changed (no
+// trigger may sort after the guard, so any other one ran before it).
+bool OtherBeforeUpdateTriggers(const GuardContext &g) {
+    const TriggerDesc *desc = g.rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
+        const Trigger *t = &desc->triggers[i];
+        if (t->tgoid != g.trigger->tg_trigger->tgoid &&
+            TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_BEFORE,
+                                 TRIGGER_TYPE_UPDATE))
+            return true;
+    }
+    return false;
+}
+
+// Whether an UPDATE writes a different primary key. Only rows whose SET list
+// names a key column (or whose table has other BEFORE UPDATE triggers) pay for
+// the comparison. A key changed by a trigger while the SET list names no key
+// column is refused: the move recheck (AFTER UPDATE OF the key columns) would
+// not fire for it.
+bool ChangesPrimaryKey(const GuardContext &g) {
+    const Bitmapset *pk = PrimaryKeyColumns(g.rel);
+    if (pk == nullptr)
+        return false;
+    bool named = bms_overlap(pk, g.trigger->tg_updatedcols);
+    if ((!named && !OtherBeforeUpdateTriggers(g)) ||
+        !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
+        return false;
+    if (!named)
+        ereport(ERROR,
+                (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                 errmsg("a trigger changed the primary key of a row of table %s", HomeName(g)),
+                 errdetail("The UPDATE names no primary key column, so the key change cannot "
+                           "be fenced."),
+                 errhint("Name the primary key columns in the UPDATE's SET list."), HomeTable(g)));
+    return true;
+}
+
+// How a trigger function may be fired: row level, the given timing, one of
+// the given events, with the two arguments InstallGuard writes. Anything else
+// (a superuser attaching the function by hand, FOR EACH STATEMENT, to other
+// events) is refused before a tuple pointer is touched.
+enum FiringEvents : unsigned { kOnInsert = 1, kOnUpdate = 2, kOnDelete = 4 };
+
+TriggerData *FiredAs(FunctionCallInfo fcinfo, const char *function, bool before, unsigned events,
+                     const char *expected) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s can only be called as a trigger", function)));
+    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerEvent e = td->tg_event;
+    bool timing = before ? TRIGGER_FIRED_BEFORE(e) : TRIGGER_FIRED_AFTER(e);
+    bool event = (TRIGGER_FIRED_BY_INSERT(e) && (events & kOnInsert) != 0) ||
+                 (TRIGGER_FIRED_BY_UPDATE(e) && (events & kOnUpdate) != 0) ||
+                 (TRIGGER_FIRED_BY_DELETE(e) && (events & kOnDelete) != 0);
+    if (!TRIGGER_FIRED_FOR_ROW(e) || !timing || !event)
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s must be fired as %s", function, expected)));
+    if (td->tg_trigger->tgnargs != 2)
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s takes 2 trigger arguments, not %d", function,
+                               td->tg_trigger->tgnargs)));
+    return td;
+}
+
+// The policy's token column must still be there, and still a by-value int64
+// (fencing_token or bigint): a column whose type was since changed is refused
+// rather than misread.
+void RequireTokenColumn(Relation rel, int attnum) {
+    TupleDesc desc = RelationGetDescr(rel);
+    if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+        BadGuard(rel, "its token column is gone");
+    // Tokens are fencing_token or bigint, judged by type OID. A column whose
+    // type was since changed is refused rather than misread.
+    if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
+        BadGuard(rel, "its token column is no longer fencing_token or bigint");
+}
+
+// Which token the write offers, and where from: the token column the
+// statement wrote, or fencing.token (or the running fenced_*() call's). Raises
+// for conflicting tokens, a required token that is missing, a negative one,
+// and a write that would clear the token column.
+OfferedToken ResolveOffer(const GuardContext &g) {
+    TupleDesc desc = RelationGetDescr(g.rel);
+    int attnum = g.policy.token_attnum;
+    // Does the statement itself carry a token in the column? For UPDATE that
+    // means the column is a SET target (even to the same value) or its value
+    // changed; for INSERT, a non-NULL value.
+    bool column_carried = false;
+    Token session_token;
+    bool session_set = SessionToken(g.policy.home_relid, &session_token);
+    if (g.event == RowEvent::kInsert) {
+        // Under fencing.token, a value the column's DEFAULT filled in is not
+        // the statement offering a token (a trigger cannot tell a default from
+        // a written value, so with a DEFAULT the session token decides).
+        column_carried =
+            g.has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
+    } else if (g.event == RowEvent::kUpdate && g.has_new_token) {
+        // The echo rule: under fencing.token, an UPDATE that writes the row's
+        // current token back into the column (an ORM writing every column it
+        // read: Django's save(), Hibernate's full-row UPDATE) offers no token
+        // of its own. The session token is checked and stored. "Current" is
+        // the locked version the guard sees, so a value read before a newer
+        // write is no echo and still conflicts.
+        bool echo = session_set && g.has_old_token && g.new_token == g.old_token;
+        column_carried = !echo && (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
+                                                 g.trigger->tg_updatedcols) ||
+                                   !g.has_old_token || g.new_token != g.old_token);
+    }
+    if (column_carried && g.new_token < 0)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("fencing token " INT64_FORMAT " out of range", g.new_token),
+                        errdetail("A fencing token cannot be negative."), HomeTable(g)));
+
+    OfferedToken offered;
+    if (!ResolveOfferedToken(column_carried, g.new_token, session_set, session_token, &offered))
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("conflicting fencing tokens for table %s", HomeName(g)),
+                 errdetail("The statement writes token " INT64_FORMAT
+                           " into token column %s but fencing.token is " INT64_FORMAT ".",
+                           g.new_token, ColumnForCaller(g, attnum, "(not shown)"), session_token),
+                 g.event == RowEvent::kUpdate
+                     ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
+                               "row's current token (an echo, which carries fencing.token) into "
+                               "the token column; re-read the row if it changed.")
+                     : 0,
+                 HomeTable(g)));
+
+    if (offered.source == TokenSource::kNone) {
+        if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
+            CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
+            ereport(ERROR,
+                    (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                     errmsg("table %s requires a fencing token", HomeName(g)),
+                     errdetail("Neither fencing.token is set nor does the statement write the "
+                               "token column %s.",
+                               ColumnForCaller(g, attnum, "(not shown)")),
+                     errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
+                             "fenced_update(); the table's owner can allow unfenced writes for "
+                             "one transaction with fencing_allow_unfenced()."),
+                     HomeTable(g)));
+        }
+        if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
+            ereport(ERROR,
+                    (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                     errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
+                     HomeTable(g)));
+    }
+    return offered;
+}
+
+// Row scope: the row's own token is its HWM, and a deleted key's tombstone
+// holds it after the row is gone. False when the row is to be skipped.
+bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
+    bool fenced = offered.source != TokenSource::kNone;
+    // An UPDATE that changes the primary key leaves the old key (like a
+    // DELETE) and takes the new one (like an INSERT).
+    bool moves_key = g.event == RowEvent::kUpdate && ChangesPrimaryKey(g);
+    if (fenced && g.event != RowEvent::kInsert && g.has_old_token &&
+        !RowAdmits(g, HwmKind::kRow, g.old_row, offered.value, g.old_token)) {
+        if (AdmitsReplay(g, offered.value, g.old_token))
+            return true;
+        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.old_row), offered.value,
+              g.old_token);
+        return false;
+    }
+    if (moves_key)
+        WaitForKeyWriters(g.rel, g.new_row);
+    if (g.event == RowEvent::kInsert || moves_key) {
+        Token tombstone;
+        if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
+            // A token-less INSERT onto a deleted key is judged by the AFTER
+            // recheck, once it is known that a row is really written (it may
+            // still end in ON CONFLICT). A token-less move carries the row's
+            // own token, judged here.
+            bool judged = fenced || (moves_key && g.has_new_token);
+            Token token = fenced ? offered.value : g.new_token;
+            if (moves_key && !judged)
+                RequireTokenForDeletedKey(g, tombstone);
+            if (judged && !RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone)) {
+                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
+                      tombstone);
+                return false;
+            }
+        }
+    }
+    if ((g.event == RowEvent::kDelete || moves_key) && (g.has_old_token || fenced)) {
+        Token left = g.has_old_token ? g.old_token : offered.value;
+        if (fenced && offered.value > left)
+            left = offered.value;
+        LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
+        // An admitted fenced write raised the key's tombstone to left; an
+        // unfenced one only preserved someone else's HWM.
+        if (fenced)
+            NoteRowRaise(g, HwmKind::kTombstone, g.old_row, left);
+    }
+    if (fenced && g.event != RowEvent::kDelete) {
+        // An INSERT may still become nothing, or ON CONFLICT's UPDATE of
+        // another transaction's row: its raise is recorded by the AFTER INSERT
+        // recheck, once the row is really written.
+        if (g.event == RowEvent::kUpdate)
+            NoteRowRaise(g, HwmKind::kRow, g.new_row, offered.value);
+        if (!g.has_old_token || offered.value > g.old_token)
+            NoteHwmRaised();  // the row's token rises (tombstones: RaiseTombstone)
+    }
+    return true;
+}
+
+// Resource and table scope: one atomic check-and-raise of the shared HWM
+// (pg/hwm/store.hpp). False when the row is to be skipped.
+bool CheckShared(const GuardContext &g, const OfferedToken &offered) {
+    if (offered.source == TokenSource::kNone)
+        return true;
+    if (g.policy.scope == Scope::kTable)
+        return SharedHwmAdmits(g, offered.value, nullptr);
+    const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
+    // A row moved to another resource is a write to both.
+    // A BEFORE trigger may move it without the SET list naming the column.
+    if (g.event == RowEvent::kUpdate &&
+        (bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
+                       g.trigger->tg_updatedcols) ||
+         OtherBeforeUpdateTriggers(g))) {
+        const char *old_resource = ResourceOf(g, g.old_row);
+        if (strcmp(old_resource, resource) != 0 && !SharedHwmAdmits(g, offered.value, old_resource))
+            return false;
+    }
+    return SharedHwmAdmits(g, offered.value, resource);
+}
+
+// What a guard or recheck firing is about: the policy from the trigger's
+// arguments (validated), the event, the rows and their tokens.
+void ReadFiring(TriggerData *td, GuardContext *g) {
+    g->trigger = td;
+    g->rel = td->tg_relation;
+    if (!CachedPolicy(td->tg_trigger, &g->policy))
+        BadGuard(g->rel, "unreadable policy");
+    g->name_space = td->tg_trigger->tgargs[1];
+    RequireTokenColumn(g->rel, g->policy.token_attnum);
+    if (g->policy.scope == Scope::kResource) {
+        TupleDesc desc = RelationGetDescr(g->rel);
+        int attnum = g->policy.resource_attnum;
+        if (attnum < 1 || attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
+            BadGuard(g->rel, "its resource column is gone");
+    }
+    if (TRIGGER_FIRED_BY_INSERT(td->tg_event)) {
+        g->event = RowEvent::kInsert;
+        g->old_row = nullptr;
+        g->new_row = td->tg_trigtuple;
+    } else if (TRIGGER_FIRED_BY_UPDATE(td->tg_event)) {
+        g->event = RowEvent::kUpdate;
+        g->old_row = td->tg_trigtuple;
+        g->new_row = td->tg_newtuple;
+    } else {
+        g->event = RowEvent::kDelete;
+        g->old_row = td->tg_trigtuple;
+        g->new_row = nullptr;
+    }
+    TupleDesc desc = RelationGetDescr(g->rel);
+    g->old_token = g->new_token = 0;
+    g->has_old_token =
+        g->old_row != nullptr && TokenAt(g->old_row, desc, g->policy.token_attnum, &g->old_token);
+    g->has_new_token =
+        g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
+}
+
+Datum Guard(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
+    GuardContext g;
+    ReadFiring(td, &g);
+    // Before anything is written (a shared HWM raised, a tombstone left).
+    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
+    OfferedToken offered = ResolveOffer(g);
+    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
+    if (!admitted)
+        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
+    CountWrite(
+        StatsTarget(g),
+        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
+        offered.value);
+    if (g.event == RowEvent::kDelete)
+        return PointerGetDatum(g.old_row);
+    if (offered.source == TokenSource::kSession &&
+        (!g.has_new_token || g.new_token != offered.value))
+        return PointerGetDatum(WithToken(g, offered.value));
+    return PointerGetDatum(g.new_row);
+}
+
+// After the write: the key's tombstone once more, read with the latest
+// snapshot, now that the write has waited on the primary key index for any
+// transaction that held the key. A DELETE of the key that committed meanwhile
+// is visible. The row's token is in its token column (the guard filled it in
+// from fencing.token). It is too late to skip the row, so a stale one raises
+// even under on_stale => 'skip'.
+void RecheckWrittenRow(const GuardContext &g) {
+    Token tombstone;
+    // A tombstone still being written (a DELETE or fencing_advance() in
+    // flight) is waited for: its commit decides.
+    if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone))
+        return;
+    Token token;
+    bool has_token = TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token);
+    bool admitted = has_token && RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone);
+    // The guard counted this write as admitted; it is refused after all.
+    if (!admitted)
+        UncountWrite(StatsTarget(g), has_token ? WriteOutcome::kAccepted : WriteOutcome::kUnfenced);
+    if (!has_token)
+        RequireTokenForDeletedKey(g, tombstone);
+    if (!admitted)
+        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
+}
+
+// AFTER INSERT (row scope): an INSERT that raced a DELETE of its key.
+//
+// AFTER UPDATE OF <primary key columns> (row scope, zz_fencing_move_recheck):
+// an UPDATE that moved a row onto a key that a newer holder deleted between
+// the guard's check and the index insertion. UPDATEs that do not name a key
+// column queue no event; of those that do, only rows whose key changed read
+// the tombstone.
+Datum Recheck(FunctionCallInfo fcinfo) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert | kOnUpdate,
+                              "an AFTER ROW trigger on INSERT or UPDATE");
+    GuardContext g;
+    ReadFiring(td, &g);
+    if (g.event == RowEvent::kUpdate) {
+        const Bitmapset *pk = PrimaryKeyColumns(g.rel);
+        if (pk == nullptr || !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
+            return PointerGetDatum(nullptr);
+    }
+    RecheckWrittenRow(g);
+    // The row is written: its token is now the key's HWM, raised by this
+    // transaction (strict mode's registry; the guard could not know yet).
+    if (g.event == RowEvent::kInsert && g.has_new_token)
+        NoteRowRaise(g, HwmKind::kRow, g.new_row, g.new_token);
+    return PointerGetDatum(nullptr);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+FENCING_FUNCTION(fencing_recheck) {
+    return fencing::pg::Recheck(fcinfo);
+}
+
+FENCING_FUNCTION(fencing_guard) {
+    return fencing::pg::Guard(fcinfo);
+}

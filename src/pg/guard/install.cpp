@@ -1,0 +1,206 @@
+#include "pg/guard/install.hpp"
+
+#include "pg/guard/integrity.hpp"
+#include "pg/guard/move_recheck.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/keys/tombstone_key.hpp"
+
+extern "C" {
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "catalog/pg_trigger.h"
+#include "commands/trigger.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+}
+
+namespace fencing::pg {
+
+namespace {
+
+bool HasPrefix(const char *tgname, const char *name) {
+    size_t n = strlen(name);
+    return strncmp(tgname, name, n) == 0 && tgname[n] == '_';
+}
+
+}  // namespace
+
+bool IsGuardTrigger(const char *tgname) {
+    return HasPrefix(tgname, kGuardName);
+}
+bool IsRecheckTrigger(const char *tgname) {
+    return HasPrefix(tgname, kRecheckName);
+}
+bool IsMoveRecheckTrigger(const char *tgname) {
+    return HasPrefix(tgname, kMoveRecheckName);
+}
+
+List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
+    if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
+        return list_make1_oid(relid);
+    List *leaves = NIL;
+    ListCell *lc;
+    foreach (lc, find_all_inheritors(relid, lockmode, nullptr)) {
+        Oid child = lfirst_oid(lc);
+        if (get_rel_relkind(child) == RELKIND_RELATION)
+            leaves = lappend_oid(leaves, child);
+    }
+    return leaves;
+}
+
+// The guard's decoded policy on a guarded relation, if it has one.
+bool GuardPolicy(Oid leaf, Policy *policy) {
+    Relation rel = table_open(leaf, AccessShareLock);
+    bool found = false;
+    TriggerDesc *desc = rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
+        Trigger *t = &desc->triggers[i];
+        if (IsGuardTrigger(t->tgname) && t->tgnargs >= 1)
+            found = DecodePolicy(t->tgargs[0], policy);
+    }
+    table_close(rel, AccessShareLock);
+    return found;
+}
+
+int RequireColumn(Oid relid, const char *column, const char *what) {
+    AttrNumber attnum = get_attnum(relid, column);
+    if (attnum == InvalidAttrNumber)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
+                        errmsg("%s column \"%s\" of relation %s does not exist", what, column,
+                               RelName(relid))));
+    if (attnum < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_COLUMN_REFERENCE),
+                        errmsg("cannot use system column \"%s\" as the %s column", column, what)));
+    return attnum;
+}
+
+namespace {
+
+Oid FencingFunction(const char *name) {
+    return LookupFuncName(list_make2(makeString(pstrdup("fencing")), makeString(pstrdup(name))), 0,
+                          nullptr, false);
+}
+
+void RemoveGuard(Oid relid) {
+    Relation rel = table_open(relid, ShareRowExclusiveLock);
+    List *guards = NIL;
+    TriggerDesc *desc = rel->trigdesc;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
+        if (IsGuardTrigger(desc->triggers[i].tgname) ||
+            IsRecheckTrigger(desc->triggers[i].tgname) ||
+            IsMoveRecheckTrigger(desc->triggers[i].tgname) ||
+            IsTruncateGuardTrigger(desc->triggers[i].tgname))
+            guards = lappend_oid(guards, desc->triggers[i].tgoid);
+    table_close(rel, NoLock);
+    ListCell *lc;
+    foreach (lc, guards) {
+        ObjectAddress addr;
+        ObjectAddressSet(addr, TriggerRelationId, lfirst_oid(lc));
+        performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
+    }
+}
+
+void InstallGuard(Oid leaf, const ProtectedRow &row) {
+    RequireNoLateTrigger(leaf);
+    // Every path that fences a table in row scope comes here (protect,
+    // auto-protection, partitions, restore, DDL on a protected table).
+    if (row.scope == Scope::kRow)
+        RequireCanonicalRowKeyOf(leaf);
+    Policy policy;
+    policy.home_relid = row.relid;
+    policy.token_attnum = RequireColumn(leaf, row.token_column, "token");
+    policy.scope = row.scope;
+    policy.on_stale = row.on_stale;
+    policy.strict = row.strict;
+    policy.require_token = row.require_token;
+    policy.resource_attnum =
+        row.scope == Scope::kResource ? RequireColumn(leaf, row.resource_column, "resource") : 0;
+    char encoded[kPolicyTextCapacity];
+    EncodePolicy(policy, encoded);
+
+    CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+    stmt->replace = false;
+    stmt->isconstraint = false;
+    stmt->trigname = GuardTriggerName(kGuardName, leaf);  // not internal: pg_upgrade keeps it
+    stmt->relation =
+        makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
+    stmt->funcname = list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("guard")));
+    stmt->args = list_make2(
+        makeString(pstrdup(encoded)),
+        makeString(pstrdup(row.scope == Scope::kResource ? row.resource_namespace : "")));
+    stmt->row = true;
+    stmt->timing = TRIGGER_TYPE_BEFORE;
+    stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
+    stmt->columns = NIL;
+    stmt->whenClause = nullptr;
+    stmt->transitionRels = NIL;
+    stmt->deferrable = false;
+    stmt->initdeferred = false;
+    stmt->constrrel = nullptr;
+    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
+                  InvalidOid, nullptr, false, false);
+    if (row.scope == Scope::kRow) {
+        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
+        CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
+        recheck->trigname = GuardTriggerName(kRecheckName, leaf);
+        recheck->funcname =
+            list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("recheck")));
+        recheck->timing = TRIGGER_TYPE_AFTER;
+        recheck->events = TRIGGER_TYPE_INSERT;
+        CreateTrigger(recheck, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid,
+                      FencingFunction("recheck"), InvalidOid, nullptr, false, false);
+        InstallMoveRecheck(leaf, recheck, FencingFunction("recheck"));
+    }
+    InstallTruncateGuard(leaf, row);
+}
+
+}  // namespace
+
+// Makes the guards of relid match its row in fencing.protected (or removes
+// them when there is none). Inside an internal session.
+void RefuseForeignPartition(Oid relid) {
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("foreign table %s cannot be a partition of a fenced table", RelName(relid)),
+             errdetail("Writes routed to a foreign table fire no trigger on this server: they "
+                       "could not be fenced."),
+             errhint("Fence the remote table on its own server.")));
+}
+
+void SyncGuards(Oid relid) {
+    if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
+        return;
+    ProtectedRow row;
+    bool is_protected = ReadProtectedRow(relid, &row);
+    if (is_protected && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE) {
+        ListCell *part;
+        foreach (part, find_all_inheritors(relid, NoLock, nullptr))
+            if (get_rel_relkind(lfirst_oid(part)) == RELKIND_FOREIGN_TABLE)
+                RefuseForeignPartition(lfirst_oid(part));
+    }
+    ListCell *lc;
+    foreach (lc, GuardedRelations(relid, ShareRowExclusiveLock)) {
+        Oid leaf = lfirst_oid(lc);
+        // A table attached as a partition gives up its own policy for its parent's.
+        ProtectedRow own;
+        if (leaf != relid && is_protected && ReadProtectedRow(leaf, &own)) {
+            ereport(NOTICE, (errmsg("partition %s is now fenced by the policy of %s", RelName(leaf),
+                                    RelName(relid))));
+            DeleteProtectedRow(leaf);
+        }
+        RemoveGuard(leaf);
+        if (is_protected)
+            InstallGuard(leaf, row);
+    }
+    // Cached fenced-DML plans of a partitioned table depend on its leaves' guards.
+    CacheInvalidateRelcacheByRelid(relid);
+    CommandCounterIncrement();
+}
+
+}  // namespace fencing::pg

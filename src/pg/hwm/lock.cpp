@@ -1,0 +1,59 @@
+// See hwm_lock.hpp.
+#include "pg/hwm/lock.hpp"
+
+extern "C" {
+#include "common/hashfn.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// HWM ShareLocks this transaction acquired (not counting re-acquisitions of
+// one it holds). Reset when the local transaction id changes.
+LocalTransactionId counted_lxid = InvalidLocalTransactionId;
+int shares_taken = 0;
+
+}  // namespace
+
+void ResourceHwmLockTag(LOCKTAG *tag, const char *identity, Size identity_len) {
+    uint64 h = hash_bytes_extended(reinterpret_cast<const unsigned char *>(identity),
+                                   static_cast<int>(identity_len), 0);
+    SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, static_cast<uint32>(h >> 32), static_cast<uint32>(h),
+                         kResourceHwmLockField4);
+}
+
+void TableHwmLockTag(LOCKTAG *tag, Oid relid) {
+    SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, kTableHwmLockField4);
+}
+
+bool MayTakeHwmShareLock() {
+    if (counted_lxid != MyProc->lxid)
+        return true;
+    return shares_taken < Max(max_locks_per_xact / 2, 1);
+}
+
+void LockHwmShared(const LOCKTAG *tag) {
+    if (LockAcquire(tag, ShareLock, false, false) != LOCKACQUIRE_OK)
+        return;  // held already
+    if (counted_lxid != MyProc->lxid) {
+        counted_lxid = MyProc->lxid;
+        shares_taken = 0;
+    }
+    ++shares_taken;
+}
+
+void UnlockHwmShared(const LOCKTAG *tag) {
+    LockRelease(tag, ShareLock, false);
+}
+
+void LockHwmExclusive(const LOCKTAG *tag) {
+    (void)LockAcquire(tag, ExclusiveLock, false, false);
+}
+
+void UnlockHwmExclusive(const LOCKTAG *tag) {
+    LockRelease(tag, ExclusiveLock, false);
+}
+
+}  // namespace fencing::pg

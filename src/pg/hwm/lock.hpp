@@ -1,0 +1,47 @@
+// The HWM lock: one heavyweight lock per shared high-water mark (a resource of
+// a namespace, or a table-scope table), transaction-scoped, queued fairly by
+// PostgreSQL's lock manager (a new request that conflicts with a waiting one
+// queues behind it).
+//
+//   writers at the HWM   ShareLock, held to the end of the transaction: they
+//                        do not block each other;
+//   raises               ExclusiveLock, from before the raise until the
+//                        raised HWM row version exists: a raise waits for the
+//                        writers admitted before it, and writers arriving
+//                        later queue behind it, then see its raise (in flight:
+//                        they wait for its transaction; committed: refused).
+//
+// In pg_locks the lock shows as locktype 'advisory' with objsubid
+// kResourceHwmLockField4 (classid, objid: a 64-bit hash of namespace and
+// resource) or kTableHwmLockField4 (classid: the table's OID, objid 0).
+// User advisory locks use objsubid 1 and 2, lease waiters 0x4445.
+#pragma once
+
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "storage/lock.h"
+}
+
+namespace fencing::pg {
+
+constexpr uint16 kResourceHwmLockField4 = 0x4857;  // 'HW'
+constexpr uint16 kTableHwmLockField4 = 0x4854;     // 'HT'
+
+// identity: "<namespace>\0<resource>", identity_len bytes.
+void ResourceHwmLockTag(LOCKTAG *tag, const char *identity, Size identity_len);
+void TableHwmLockTag(LOCKTAG *tag, Oid relid);
+
+// Whether this transaction may take another HWM ShareLock: past half of
+// max_locks_per_transaction, writers at the HWM lock the HWM row instead (as
+// raises also do), so a transaction writing many resources cannot exhaust the
+// shared lock table.
+bool MayTakeHwmShareLock();
+// ShareLock; counted for MayTakeHwmShareLock when newly acquired.
+void LockHwmShared(const LOCKTAG *tag);
+void UnlockHwmShared(const LOCKTAG *tag);
+// ExclusiveLock, for one raise: released once the raised row version exists.
+void LockHwmExclusive(const LOCKTAG *tag);
+void UnlockHwmExclusive(const LOCKTAG *tag);
+
+}  // namespace fencing::pg

@@ -1,0 +1,87 @@
+// The HWM store: every read and write of the extension's own HWM tables
+// (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) goes
+// through this API; no other C++ file names those tables (the extension
+// scripts drop a dropped table's rows in its sql_drop event triggers).
+//
+// Durable high-water marks in the extension's own WAL-logged tables
+// (schema fencing). Every raise is one atomic step: a conditional UPDATE, or
+// an INSERT ... ON CONFLICT for a first write; the HWM row stays locked by the
+// raiser until it commits, so a lower concurrent writer waits and is then
+// judged against the committed value. Resource and table scope also take the
+// HWM lock (pg/hwm/lock.hpp): a writer whose token equals the HWM shares it
+// and locks no row, so such writers run in parallel; a raise takes it
+// exclusively and so waits for them, and they queue behind it.
+#pragma once
+
+#include "core/policy.hpp"
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/skey.h"
+#include "utils/relcache.h"
+}
+
+namespace fencing::pg {
+
+struct HwmVerdict {
+    bool admitted;
+    Token hwm;  // the HWM the offered token was judged against (when !admitted)
+};
+
+// Atomic check-and-raise of a shared HWM. Manage their own SPI connection.
+HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
+                                 bool strict);
+HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
+// Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
+// Read with the latest snapshot, whatever the isolation level: through the
+// lookup hash index (1.3; each candidate rechecked), else the primary key
+// index, when row_tombstone has the direct path's shape; else through SPI,
+// for which the caller of LookupTombstone (and RaiseTombstone) is inside an
+// internal session (pg/base/internal_access.hpp). ReadTombstone opens one itself
+// when it needs one.
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
+bool ReadTombstone(Oid home_relid, Datum key, Token *hwm);
+void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
+// Waits for every other transaction still writing an entry of index (on rel)
+// that matches keys: a dirty-snapshot scan, as the unique check does.
+void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
+
+// Waits for every other transaction still writing the key's tombstone (a
+// dirty-snapshot look at its index entry, as the unique check does; through
+// the lookup index, only rows of the key count), and
+// returns the tombstone then committed (or written by this transaction): what
+// ReadTombstone would read after the wait.
+bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm);
+
+// Reads, outside a write's check (HWM queries, DDL): the committed state.
+bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);
+bool ReadTableHwm(Oid relid, Token *hwm);
+bool HasTombstones(Oid relid);
+// The highest table HWM and the highest tombstone stored for any of relids (an
+// oid[] datum); false in *has_table / *has_tombstone when there is none.
+void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_tombstone,
+                   Token *tombstone_hwm);
+
+// Holds a table HWM still until this transaction ends, for DDL that carries
+// it elsewhere (ATTACH / DETACH PARTITION): waits for every transaction still
+// writing its row (a raise in flight: its exclusive HWM lock is gone already),
+// then keeps the HWM lock in share mode, so that no raise starts before the
+// DDL commits. The committed value it then reads is the last one.
+void HoldTableHwm(Oid relid);
+
+// Moving state between relations (ATTACH / DETACH PARTITION): every write
+// keeps the higher of the two values, so no HWM goes down.
+void MergeTombstones(Datum from_relids, Oid to);
+void MergeTableHwm(Oid relid, Token hwm);
+void CopyStoredHwms(Oid from, Oid to);
+void DropStoredHwms(Datum relids);
+
+// Resets (the only way an HWM goes down): delete, log each removed value in
+// fencing.reset_log with the caller's name, and log a LOG line; return how
+// many were removed. key: a tombstone key, or (Datum)0 for all of relid's.
+int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *caller);
+int64 ResetResourceHwm(const char *name_space, const char *resource, const char *target,
+                       const char *caller);
+int64 ResetTableHwm(Oid relid, const char *target, const char *caller);
+
+}  // namespace fencing::pg

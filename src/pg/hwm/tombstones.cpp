@@ -1,0 +1,223 @@
+// Row scope's tombstones: the HWM a deleted row leaves under its primary key,
+// so a stale writer cannot bring the key back. Read and raised through the HWM
+// store (pg/hwm/store.hpp), keyed canonically (pg/keys/tombstone_key.hpp).
+#include "pg/hwm/tombstones.hpp"
+
+#include "pg/hwm/store.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/keys/row_key.hpp"
+#include "pg/keys/tombstone_key.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_inherits.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+}
+
+namespace fencing::pg {
+
+void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed) {
+    Size size = TombstoneIndexTupleSize(home_relid, key, compressed);
+    Size limit = TombstoneIndexTupleLimit();
+    if (size <= limit)
+        return;
+    StringInfoData columns;
+    initStringInfo(&columns);
+    PrimaryKey pk;
+    if (GetPrimaryKey(rel, &pk))
+        for (int i = 0; i < pk.natts; ++i)
+            appendStringInfo(
+                &columns, "%s%s", i > 0 ? ", " : "",
+                quote_identifier(
+                    NameStr(TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attname)));
+    ereport(ERROR,
+            (errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+             errmsg("primary key (%s) of table %s is too long for a fencing tombstone",
+                    columns.data, RelName(home_relid)),
+             errdetail("A deleted row of a table fenced in row scope leaves a tombstone under its "
+                       "primary key, in the hex of the key columns' binary form: this key %s "
+                       "%zu bytes in fencing.row_tombstone's index, which holds at most %zu "
+                       "(about %zu bytes of key data).",
+                       compressed ? "would take" : "can take", size, limit, (limit - 40) / 2),
+             errhint("Use a shorter primary key (a surrogate or a hash of the long value), or "
+                     "protect the table with scope => 'table' or 'resource'. A row already "
+                     "stored with such a key can only be deleted once the table is "
+                     "unprotected (fencing_unprotect()).")));
+}
+
+void RequireTombstoneKeysFitRows(Oid relid) {
+    // relid first (find_all_inheritors locks only what is under it; the
+    // callers, fencing_protect() and auto-protection, may not have locked it
+    // yet), then every partition, in the mode the guards' CREATE TRIGGER
+    // takes next: no row is written between this scan and the guards, and no
+    // lock is upgraded later (two callers upgrading deadlock).
+    LockRelationOid(relid, ShareRowExclusiveLock);
+    List *rels = find_all_inheritors(relid, ShareRowExclusiveLock, nullptr);
+    ListCell *lc;
+    foreach (lc, rels) {
+        if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+            continue;
+        Relation rel = table_open(lfirst_oid(lc), NoLock);  // locked by find_all_inheritors
+        PrimaryKey pk;
+        // Only a key with a column of variable width can grow that long.
+        bool variable = false;
+        if (GetPrimaryKey(rel, &pk))
+            for (int i = 0; i < pk.natts; ++i)
+                variable |= TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attlen < 0;
+        if (variable) {
+            Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+            TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+            TupleTableSlot *slot = table_slot_create(rel, nullptr);
+            MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "fencing key check",
+                                                          ALLOCSET_DEFAULT_SIZES);
+            while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+                CHECK_FOR_INTERRUPTS();
+                MemoryContext old = MemoryContextSwitchTo(per_row);
+                Datum key;
+                if (RowKeyOf(rel, ExecFetchSlotHeapTuple(slot, false, nullptr), &key))
+                    RequireTombstoneKeyFits(rel, relid, key, false);
+                MemoryContextSwitchTo(old);
+                MemoryContextReset(per_row);
+            }
+            ExecDropSingleTupleTableSlot(slot);
+            table_endscan(scan);
+            UnregisterSnapshot(snapshot);
+            MemoryContextDelete(per_row);
+        }
+        table_close(rel, NoLock);
+    }
+}
+
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, new_row, &key))
+        return false;
+    // A key that might not leave its tombstone is refused on the way in.
+    RequireTombstoneKeyFits(rel, home_relid, key, false);
+    return ReadTombstone(home_relid, key, hwm);
+}
+
+void WaitForKeyWritersOf(Relation rel, const Datum *values) {
+    // A partitioned table (fencing_advance() names the root) has no storage,
+    // nor has its primary key, a partitioned index: scanning it crashed the
+    // backend. The key's row is in one of the leaf partitions, whose primary
+    // keys have the root's columns in the root's order: wait on each.
+    if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) {
+        List *parts = find_all_inheritors(RelationGetRelid(rel), AccessShareLock, nullptr);
+        ListCell *lc;
+        foreach (lc, parts) {
+            Oid part = lfirst_oid(lc);
+            if (get_rel_relkind(part) != RELKIND_RELATION)
+                continue;  // the root, sub-partitioned tables, foreign tables
+            Relation leaf = table_open(part, NoLock);  // locked by find_all_inheritors
+            WaitForKeyWritersOf(leaf, values);
+            table_close(leaf, NoLock);
+        }
+        return;
+    }
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return;
+    Relation index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+    ScanKeyData keys[INDEX_MAX_KEYS];
+    for (int i = 0; i < pk.natts; ++i) {
+        Oid opfamily = index->rd_opfamily[i];
+        Oid type = index->rd_opcintype[i];
+        Oid eqop = get_opfamily_member(opfamily, type, type, BTEqualStrategyNumber);
+        ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+                               index->rd_indcollation[i], get_opcode(eqop), values[i]);
+    }
+    WaitForIndexWriters(rel, index, keys, pk.natts);
+    index_close(index, AccessShareLock);
+}
+
+void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return;
+    TupleDesc desc = RelationGetDescr(rel);
+    Datum values[INDEX_MAX_KEYS];
+    for (int i = 0; i < pk.natts; ++i) {
+        bool isnull;
+        values[i] = heap_getattr(new_row, pk.attnums[i], desc, &isnull);
+        if (isnull)
+            return;
+    }
+    WaitForKeyWritersOf(rel, values);
+}
+
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, row, &key))
+        return false;
+    return TombstoneAfterWriters(home_relid, key, hwm);
+}
+
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
+    RequireCanonicalRowKeyCached(rel);
+    Datum key;
+    if (!RowKeyOf(rel, old_row, &key))
+        return;
+    RequireTombstoneKeyFits(rel, home_relid, key, true);
+    InternalSession access;
+    BeginInternal(&access);
+    RaiseTombstone(home_relid, key, hwm);
+    EndInternal(&access);
+}
+
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return 0;
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    MemoryContext per_row =
+        AllocSetContextCreate(CurrentMemoryContext, "fencing tombstones", ALLOCSET_DEFAULT_SIZES);
+    // One internal session for all rows: opening one per row (LeaveTombstone)
+    // costs more than the raise itself.
+    InternalSession access;
+    BeginInternal(&access);
+    int64 written = 0;
+    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        bool isnull;
+        Datum token = slot_getattr(slot, token_attnum, &isnull);
+        if (isnull)
+            continue;
+        MemoryContext caller = MemoryContextSwitchTo(per_row);
+        bool should_free;
+        HeapTuple row = ExecFetchSlotHeapTuple(slot, false, &should_free);
+        Datum key;
+        if (RowKeyOf(rel, row, &key)) {
+            RequireTombstoneKeyFits(rel, home_relid, key, true);
+            RaiseTombstone(home_relid, key, DatumGetInt64(token));
+            ++written;
+        }
+        MemoryContextSwitchTo(caller);
+        MemoryContextReset(per_row);
+    }
+    EndInternal(&access);
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    MemoryContextDelete(per_row);
+    return written;
+}
+
+}  // namespace fencing::pg

@@ -1,0 +1,61 @@
+// Row scope: a deleted row leaves a tombstone (its HWM) under its primary
+// key, so a stale writer cannot re-INSERT it or move a row onto it.
+#pragma once
+
+#include "core/token.hpp"
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/htup.h"
+#include "utils/relcache.h"
+}
+
+namespace fencing::pg {
+
+// The tombstone HWM for the row's key, if any, read with the latest snapshot
+// whatever the isolation level. False when the table has no primary key, a
+// key column is NULL, or there is no tombstone.
+//
+// A DELETE of the key that is still in flight is invisible here; the INSERT
+// then waits for it on the primary key index, and the AFTER INSERT recheck
+// (fencing.recheck) reads the tombstone again once that wait is over.
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
+
+// Before an UPDATE moves a row onto a new primary key: waits for every
+// transaction still writing a row with that key (an uncommitted INSERT or
+// DELETE), so the tombstone read afterwards includes what they committed.
+void WaitForKeyWriters(Relation rel, HeapTuple new_row);
+// The same for primary-key values (index column order).
+void WaitForKeyWritersOf(Relation rel, const Datum *values);
+
+// RowTombstone after waiting for every transaction still writing the key's
+// tombstone (an in-flight DELETE or fencing_advance()), so a tombstone
+// committed by it is seen: the rechecks after an INSERT or a key move.
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm);
+
+// Raises 54000, naming the table and its key columns, unless the tombstone
+// key fits fencing.row_tombstone's primary key (pg/keys/tombstone_key.hpp):
+// compressed as it would be now (compressed), or whatever the compression
+// setting (not). Keys coming in must fit uncompressed, so that their
+// tombstone can always be left: the guard checks every key it reads a
+// tombstone for (INSERT, the new key of a key move), fencing_advance() the
+// key it raises, fencing_protect() and auto-protection every existing row
+// (RequireTombstoneKeysFitRows: a scan of relid, or of its leaf partitions,
+// when a key column is of variable width). Leaving a tombstone (DELETE,
+// TRUNCATE, the old key of a key move) needs it to fit as it is stored.
+void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed);
+void RequireTombstoneKeysFitRows(Oid relid);
+
+// Records (or raises) the tombstone for a deleted row. No-op without a primary key.
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
+
+// Records (or raises) a tombstone under home_relid for every row of rel (a
+// leaf) that carries a token, read with the latest snapshot, as a DELETE of
+// each would: for TRUNCATE and for DDL that takes the rows out of the home's
+// tree (DROP or DETACH of a partition). The caller holds a lock on rel that
+// keeps every writer out. A row whose token is NULL carries no HWM, and a
+// tombstone already stored for its key is kept, so skipping it loses nothing.
+// Returns how many tombstones were written or raised.
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
+
+}  // namespace fencing::pg
