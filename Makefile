@@ -23,7 +23,7 @@ DATA = $(wildcard sql/fencing--*.sql)
 PGFILEDESC = "fencing - fencing tokens enforced by PostgreSQL"
 
 CORE_SRCS = $(wildcard src/core/*.cpp)
-PG_SRCS = $(wildcard src/pg/*/*.cpp)
+PG_SRCS = $(wildcard src/pg/*.cpp src/pg/*/*.cpp)
 OBJS = $(CORE_SRCS:.cpp=.o) $(PG_SRCS:.cpp=.o)
 
 REGRESS = $(patsubst sql/%.sql,%,$(filter-out sql/fencing--%,$(wildcard sql/*.sql)))

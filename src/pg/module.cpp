@@ -1,4 +1,6 @@
-// Module entry: the magic block and load-time initialisation.
+// Module entry: the magic block and load-time initialisation. This file sits
+// above every folder: it is the one place that wires the layers together
+// (settings, shared memory, and every cache and transaction callback).
 #include "pg/hwm/durability.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
