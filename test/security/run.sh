@@ -246,6 +246,6 @@ check "no SECURITY DEFINER function is executable by PUBLIC" "" \
               JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
               JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'fencing'
              WHERE p.prosecdef AND has_function_privilege('public', p.oid, 'EXECUTE')")"
-check "the extension is not marked trusted (README: Security notes)" "trusted = false" \
+check "the extension is not marked trusted (docs/security.md)" "trusted = false" \
     "$(grep -E '^trusted' fencing.control)"
 finish

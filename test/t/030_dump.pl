@@ -165,7 +165,7 @@ for my $fmt (qw(plain custom directory tar))
 	is(query($node, $db, q{SELECT coalesce(fencing_high_water('inventory', '{"item": "b"}')::text, 'none')}), 'none',
 		'pg_dump -t: tombstones do not travel (the documented limit): the deleted key has no HWM');
 	is(sqlstate($node, $db, q{INSERT INTO inventory VALUES ('b', 1, 25)}), '',
-		'pg_dump -t: ... so a stale re-INSERT of it is accepted: see the README on pg_dump -t');
+		'pg_dump -t: ... so a stale re-INSERT of it is accepted: see docs/guarantees.md on pg_dump -t');
 }
 
 # --- pg_restore --disable-triggers -----------------------------------------------
