@@ -74,10 +74,16 @@ ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring i
     encodings examples sqlsmith tap patroni)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=" meta deb unit fuzz "
+STANDALONE=(meta deb unit fuzz)
 # Suites that run against the shared scratch cluster (the others start their own).
-ON_SHARED_CLUSTER=" regress security monitoring integration drivers keymove starvation
-    stress memory e2e-etcd e2e-zookeeper examples "
+ON_SHARED_CLUSTER=(regress security monitoring integration drivers keymove starvation
+    stress memory e2e-etcd e2e-zookeeper examples)
+one_of() {  # one_of NAME LIST...: NAME is one of LIST
+    local name=$1 x
+    shift
+    for x in "$@"; do [ "$x" = "$name" ] && return 0; done
+    return 1
+}
 
 # ---------------------------------------------------------------- which suites
 # Arguments, else $SUITES; names separated by spaces or commas; none = all.
@@ -89,7 +95,7 @@ selected=" "
 unknown=()
 for name in $requested; do
     [ "$name" = installcheck ] && name=regress
-    if [[ " ${ALL_SUITES[*]} " == *" $name "* ]]; then
+    if one_of "$name" "${ALL_SUITES[@]}"; then
         selected+="$name "
     else
         unknown+=("$name")
@@ -103,7 +109,7 @@ fi
 [ "$selected" = " " ] && selected=" ${ALL_SUITES[*]} "
 # The set-up the selected suites need: the build before any that is not standalone.
 for name in $selected; do
-    [[ "$STANDALONE" == *" $name "* ]] || { selected+="build "; break; }
+    one_of "$name" "${STANDALONE[@]}" || { selected+="build "; break; }
 done
 selected_p() { [[ "$selected" == *" $1 "* ]]; }
 if [ -n "$list_only" ]; then
@@ -246,7 +252,7 @@ start_shared_cluster() {
 cluster_started=
 for name in "${ALL_SUITES[@]}"; do
     selected_p "$name" || continue
-    if [[ "$ON_SHARED_CLUSTER" == *" $name "* ]] && [ -z "$cluster_started" ]; then
+    if one_of "$name" "${ON_SHARED_CLUSTER[@]}" && [ -z "$cluster_started" ]; then
         start_shared_cluster
     fi
     echo "== $name"
