@@ -4,8 +4,12 @@
 #   make install         install into the pg_config found on PATH (or PG_CONFIG=...)
 #   make installcheck    pg_regress + isolation specs against a running server, then
 #                        the TAP suites (test/t, clusters of their own; TAP_TESTS= skips them)
-#   make demo            the story, on a scratch cluster (installs what it needs)
-#   make test            every suite on a scratch cluster, ends with "N passed, N failed"
+#   make demo            the story, on a scratch cluster (installs only what it needs:
+#                        test/install-deps.sh demo)
+#   make test            every suite on a scratch cluster, ends with "N passed, N failed";
+#                        SUITES="regress tap" (or regress,tap) runs only those, with
+#                        their set-up (test/README.md maps the suites)
+#   make deps            the Debian packages of every target (test/install-deps.sh)
 #   make bench           instruction-count benchmark under callgrind, then bench-report
 #   make bench-report    contention curves, scaling, memory check: bench/REPORT.md + plots
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
@@ -62,13 +66,19 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test tap bench bench-report bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps examples stress
+.PHONY: demo test tap bench bench-report bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps deps-demo examples stress
 deps:
-	bash test/install-deps.sh
-demo: deps
+	bash test/install-deps.sh full
+deps-demo:
+	bash test/install-deps.sh demo
+demo: deps-demo
 	bash test/demo.sh
-test: deps
-	bash test/run-all.sh
+# The suite names are checked before anything is installed.
+SUITES ?=
+test:
+	@bash test/run-all.sh --list $(SUITES)
+	bash test/install-deps.sh full
+	bash test/run-all.sh $(SUITES)
 # The TAP suites alone (installed extension, no running server needed).
 tap:
 	bash test/t/run.sh

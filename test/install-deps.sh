@@ -1,15 +1,31 @@
 #!/usr/bin/env bash
-# Installs, idempotently, every Debian package the build, the tests and the demo
-# need. Nothing is installed when everything already is.
+# Installs, idempotently, the Debian packages of one profile. Nothing is
+# installed when everything already is.
+#
+#   bash test/install-deps.sh [full]   the build, every suite of make test, the
+#                                      benchmarks and the examples (make test, make deps)
+#   bash test/install-deps.sh demo     only what make demo uses: the build, a
+#                                      PostgreSQL 15 server for the scratch cluster,
+#                                      and the demo's Python client with its etcd
 set -euo pipefail
 
-PACKAGES=(
-    make g++ clang libclang-rt-14-dev clang-format
+# make demo (test/demo.sh): builds and installs the extension (make, g++,
+# PGXS from postgresql-server-dev-15, which pulls libpq-dev), runs a scratch
+# cluster (initdb, pg_ctl: postgresql-15; psql: postgresql-client-15) and
+# demo/demo.py under /usr/bin/python3: psycopg 3, a one-member etcd
+# (/usr/bin/etcd) and the etcd3 client.
+DEMO=(
+    make g++
     postgresql-15 postgresql-client-15 postgresql-server-dev-15 libpq-dev
+    python3-psycopg etcd-server python3-etcd3
+)
+# Everything else make test and the other targets use.
+FULL_ONLY=(
+    clang libclang-rt-14-dev clang-format   # make fuzz (libFuzzer), make format
     libgtest-dev valgrind libipc-run-perl procps
     gnuplot-nox  # the plots of bench/REPORT.md (make bench)
-    python3-psycopg python3-yaml
-    etcd-server python3-etcd3 zookeeper python3-kazoo
+    python3-yaml
+    zookeeper python3-kazoo
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
     patroni python3-etcd
     sqlsmith
@@ -21,12 +37,20 @@ PACKAGES=(
     # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
     git dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )
-# Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
-# node with npm is already installed (another nodejs package, e.g.
-# NodeSource's, ships its own npm and conflicts with Debian's npm package).
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
-    PACKAGES+=(nodejs npm)
-fi
+
+case "${1:-full}" in
+    demo) PACKAGES=("${DEMO[@]}") ;;
+    full)
+        PACKAGES=("${DEMO[@]}" "${FULL_ONLY[@]}")
+        # Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
+        # node with npm is already installed (another nodejs package, e.g.
+        # NodeSource's, ships its own npm and conflicts with Debian's npm package).
+        if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+            PACKAGES+=(nodejs npm)
+        fi
+        ;;
+    *) echo "usage: $0 [full|demo]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
-# Runs every suite and ends with one line: "N passed, N failed".
+# Runs the suites and ends with one line: "N passed, N failed".
+#
+#   bash test/run-all.sh                  every suite, in the order below
+#   bash test/run-all.sh regress tap      only these (also SUITES="regress tap"
+#   make test SUITES=regress,tap          or comma separated), plus their set-up:
+#                                         the build, the shared scratch cluster
+#   bash test/run-all.sh --list [NAMES]   the suites such a run takes; runs none
+#
+# An unknown suite name is an error that lists the valid ones. test/README.md
+# maps every suite, what it needs and how long it takes.
 #
 #   meta       META.json against the PGXN spec; one version in control, META.json,
-#              debian/changelog and README (test/meta/check.py)
+#              debian/changelog and README (test/meta/check.py); the include
+#              layering of src/ (test/meta/layers.py)
 #   deb        the Debian package: build, apt-get install, CREATE EXTENSION and a
 #              smoke test, dpkg -r (test/deb/run.sh; runs before build's make
 #              install, and puts back any make-installed files it moved aside)
@@ -10,6 +20,7 @@
 #   unit       GoogleTest: the server-free core
 #   fuzz       libFuzzer: the token parser, bounded run
 #   regress    make installcheck on a scratch cluster: pg_regress and isolation specs
+#              (alias: installcheck)
 #   docs       docs/reference.md names every function, view and setting of the
 #              installed extension (test/docs/run.sh)
 #   cookbook   every docs/cookbook.md pattern, run (test/cookbook/run.sh)
@@ -22,6 +33,7 @@
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
+#   starvation a raise gets through 8 pgbench writers at the HWM (test/starvation/run.sh)
 #   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
 #              with leases (test/stress/run.sh; STRESS_WRITES=100000: make stress)
 #   memory     a backend's RSS stays flat over 50k fenced_update() calls and 50k
@@ -45,16 +57,69 @@
 #              Java, Django, SQLAlchemy against the same scratch cluster
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
-# TEST, a fuzz run.
+# TEST, a fuzz run, an "ok N" line. A suite that executes no check (0 passed,
+# 0 failed) counts as a failure: a suite that silently ran nothing proves
+# nothing.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
 LOGDIR=$ROOT/build/test-logs
-mkdir -p "$LOGDIR"
 
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
 
+# Every suite, in the order a full run takes them.
+ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
+    drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
+    encodings examples sqlsmith tap patroni)
+# Suites that need nothing built or installed here (unit and fuzz build their own
+# binaries; deb builds its package from a clean copy).
+STANDALONE=(meta deb unit fuzz)
+# Suites that run against the shared scratch cluster (the others start their own).
+ON_SHARED_CLUSTER=(regress security monitoring integration drivers keymove starvation
+    stress memory e2e-etcd e2e-zookeeper examples)
+one_of() {  # one_of NAME LIST...: NAME is one of LIST
+    local name=$1 x
+    shift
+    for x in "$@"; do [ "$x" = "$name" ] && return 0; done
+    return 1
+}
+
+# ---------------------------------------------------------------- which suites
+# Arguments, else $SUITES; names separated by spaces or commas; none = all.
+# --list prints the suites a run would take (set-up included) and exits.
+list_only=
+[ "${1:-}" = --list ] && { list_only=1; shift; }
+requested=$(printf '%s ' "${@:-${SUITES:-}}" | tr ',' ' ')
+selected=" "
+unknown=()
+for name in $requested; do
+    [ "$name" = installcheck ] && name=regress
+    if one_of "$name" "${ALL_SUITES[@]}"; then
+        selected+="$name "
+    else
+        unknown+=("$name")
+    fi
+done
+if [ ${#unknown[@]} -gt 0 ]; then
+    echo "run-all.sh: unknown suite: ${unknown[*]}" >&2
+    echo "valid suites: ${ALL_SUITES[*]}" >&2
+    exit 2
+fi
+[ "$selected" = " " ] && selected=" ${ALL_SUITES[*]} "
+# The set-up the selected suites need: the build before any that is not standalone.
+for name in $selected; do
+    one_of "$name" "${STANDALONE[@]}" || { selected+="build "; break; }
+done
+selected_p() { [[ "$selected" == *" $1 "* ]]; }
+if [ -n "$list_only" ]; then
+    run=()
+    for name in "${ALL_SUITES[@]}"; do selected_p "$name" && run+=("$name"); done
+    echo "suites: ${run[*]}"
+    exit 0
+fi
+
+mkdir -p "$LOGDIR"
 passed=0
 failed=0
 failures=()
@@ -62,11 +127,17 @@ failures=()
 record() {  # record SUITE PASSED FAILED
     passed=$((passed + $2))
     failed=$((failed + $3))
+    if [ "$2" -eq 0 ] && [ "$3" -eq 0 ]; then
+        failed=$((failed + 1))
+        failures+=("$1")
+        echo "== $1: executed no check (0 passed, 0 failed), counted as 1 failed; log: $LOGDIR/$1.log"
+        return
+    fi
     [ "$3" -gt 0 ] && failures+=("$1")
     echo "== $1: $2 passed, $3 failed"
 }
 
-# Suites that run their own clusters and print "ok N - ..." lines.
+# Suites that print "ok N - ..." / "not ok N - ..." lines.
 run_tap_like() {  # run_tap_like NAME SCRIPT
     timeout 600 bash "$2" >"$LOGDIR/$1.log" 2>&1
     local rc=$? ok bad
@@ -85,112 +156,108 @@ count_gtest() {  # count_gtest SUITE LOGFILE EXIT
     record "$1" "$ok" "$bad"
 }
 
-echo "== meta"
-run_tap_like meta test/meta/run.sh
-echo "== deb"
-run_tap_like deb test/deb/run.sh
+# ---------------------------------------------------------------- the suites
+suite_meta() { run_tap_like meta test/meta/run.sh; }
+suite_deb() { run_tap_like deb test/deb/run.sh; }
 
-echo "== build"
-if make -s clean >/dev/null && make -s WERROR=-Werror >"$LOGDIR/build.log" 2>&1 &&
-    $SUDO make -s install >>"$LOGDIR/build.log" 2>&1; then
-    record build 1 0
-else
-    cat "$LOGDIR/build.log"
-    record build 0 1
-    echo "$passed passed, $failed failed"
-    exit 1
-fi
+suite_build() {
+    if make -s clean >/dev/null && make -s WERROR=-Werror >"$LOGDIR/build.log" 2>&1 &&
+        $SUDO make -s install >>"$LOGDIR/build.log" 2>&1; then
+        record build 1 0
+    else
+        cat "$LOGDIR/build.log"
+        record build 0 1
+        echo "$passed passed, $failed failed"
+        exit 1
+    fi
+}
 
-echo "== unit"
-make -s -C test/unit check >"$LOGDIR/unit.log" 2>&1
-count_gtest unit "$LOGDIR/unit.log" $?
+suite_unit() {
+    make -s -C test/unit check >"$LOGDIR/unit.log" 2>&1
+    count_gtest unit "$LOGDIR/unit.log" $?
+}
 
-echo "== fuzz"
-if make -s -C test/fuzz run FUZZ_SECONDS="${FUZZ_SECONDS:-30}" >"$LOGDIR/fuzz.log" 2>&1; then
-    record fuzz 1 0
-else
-    tail -40 "$LOGDIR/fuzz.log"
-    record fuzz 0 1
-fi
+suite_fuzz() {
+    if make -s -C test/fuzz run FUZZ_SECONDS="${FUZZ_SECONDS:-30}" >"$LOGDIR/fuzz.log" 2>&1; then
+        record fuzz 1 0
+    else
+        tail -40 "$LOGDIR/fuzz.log"
+        record fuzz 0 1
+    fi
+}
 
-echo "== scratch cluster"
-test/cluster.sh stop
-trap 'test/cluster.sh stop' EXIT
-test/cluster.sh start
-eval "$(test/cluster.sh env)"
+suite_regress() {
+    # TAP_TESTS= : the TAP suites run once, as suite "tap".
+    make -s installcheck TAP_TESTS= >"$LOGDIR/regress.log" 2>&1
+    local rc=$? ok bad
+    ok=$(grep -cE '^(test| ) *[A-Za-z0-9_-]+ +\.\.\. ok' "$LOGDIR/regress.log")
+    bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/regress.log")
+    if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    [ "$bad" -gt 0 ] && { cat "$LOGDIR/regress.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
+    record regress "$ok" "$bad"
+}
 
-echo "== installcheck"
-# TAP_TESTS= : the TAP suites run once, as suite "tap" below.
-make -s installcheck TAP_TESTS= >"$LOGDIR/installcheck.log" 2>&1
-rc=$?
-ok=$(grep -cE '^(test| ) *[A-Za-z0-9_-]+ +\.\.\. ok' "$LOGDIR/installcheck.log")
-bad=$(grep -cE '\.\.\. FAILED' "$LOGDIR/installcheck.log")
-if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-[ "$bad" -gt 0 ] && { cat "$LOGDIR/installcheck.log"; cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200; }
-record installcheck "$ok" "$bad"
+suite_docs() { run_tap_like docs test/docs/run.sh; }
+suite_cookbook() { run_tap_like cookbook test/cookbook/run.sh; }
+suite_security() { run_tap_like security test/security/run.sh; }
+suite_monitoring() { run_tap_like monitoring test/monitoring/run.sh; }
 
-echo "== docs"
-run_tap_like docs test/docs/run.sh
-echo "== cookbook"
-run_tap_like cookbook test/cookbook/run.sh
-
-echo "== security"
-run_tap_like security test/security/run.sh
-
-echo "== monitoring"
-run_tap_like monitoring test/monitoring/run.sh
-
-if [ -d test/integration ]; then
-    echo "== integration"
+suite_integration() {
     make -s -C test/integration check >"$LOGDIR/integration.log" 2>&1
-    rc=$?
+    local rc=$?
     [ $rc -ne 0 ] && tail -60 "$LOGDIR/integration.log"
     count_gtest integration "$LOGDIR/integration.log" $rc
-fi
+}
 
-echo "== drivers"
-run_tap_like drivers test/drivers/run.sh
-echo "== keymove"
-run_tap_like keymove test/keymove/run.sh
-echo "== starvation"
-run_tap_like starvation test/starvation/run.sh
-echo "== stress"
-STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh
-echo "== memory"
+suite_drivers() { run_tap_like drivers test/drivers/run.sh; }
+suite_keymove() { run_tap_like keymove test/keymove/run.sh; }
+suite_starvation() { run_tap_like starvation test/starvation/run.sh; }
+suite_stress() { STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh; }
 # Backend RSS flat over 50k fenced_update() calls and 50k transparent-mode
 # transactions (make bench runs the 1M version).
-CALLS=50000 run_tap_like memory test/bench/memory.sh
-echo "== e2e-etcd"
-run_tap_like e2e-etcd test/e2e/etcd.sh
-echo "== e2e-zookeeper"
-run_tap_like e2e-zookeeper test/e2e/zookeeper.sh
-echo "== pooler"
-run_tap_like pooler test/pooler/run.sh
-echo "== repack"
-run_tap_like repack test/repack/run.sh
-echo "== partman"
-run_tap_like partman test/partman/run.sh
-echo "== encodings"
-run_tap_like encodings test/encodings/run.sh
-echo "== examples"
-run_tap_like examples examples/run.sh
+suite_memory() { CALLS=50000 run_tap_like memory test/bench/memory.sh; }
+suite_e2e-etcd() { run_tap_like e2e-etcd test/e2e/etcd.sh; }
+suite_e2e-zookeeper() { run_tap_like e2e-zookeeper test/e2e/zookeeper.sh; }
+suite_pooler() { run_tap_like pooler test/pooler/run.sh; }
+suite_repack() { run_tap_like repack test/repack/run.sh; }
+suite_partman() { run_tap_like partman test/partman/run.sh; }
+suite_encodings() { run_tap_like encodings test/encodings/run.sh; }
+suite_examples() { run_tap_like examples examples/run.sh; }
+suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 
-echo "== sqlsmith"
-run_tap_like sqlsmith test/sqlsmith/run.sh
+suite_tap() {
+    # Every "ok N" / "not ok N" line of prove -v counts once; a test file that
+    # dies before its plan counts as one failure more.
+    timeout 1500 bash test/t/run.sh >"$LOGDIR/tap.log" 2>&1
+    local rc=$? ok bad
+    ok=$(grep -cE '^ok [0-9]+' "$LOGDIR/tap.log")
+    bad=$(grep -cE '^not ok [0-9]+' "$LOGDIR/tap.log")
+    if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    [ "$bad" -gt 0 ] && cat "$LOGDIR/tap.log"
+    record tap "$ok" "$bad"
+}
 
-echo "== tap"
-# Every "ok N" / "not ok N" line of prove -v counts once; a test file that dies
-# before its plan counts as one failure more.
-timeout 1500 bash test/t/run.sh >"$LOGDIR/tap.log" 2>&1
-rc=$?
-ok=$(grep -cE '^ok [0-9]+' "$LOGDIR/tap.log")
-bad=$(grep -cE '^not ok [0-9]+' "$LOGDIR/tap.log")
-if [ $rc -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-[ "$bad" -gt 0 ] && cat "$LOGDIR/tap.log"
-record tap "$ok" "$bad"
+suite_patroni() { run_tap_like patroni test/patroni/run.sh; }
 
-echo "== patroni"
-run_tap_like patroni test/patroni/run.sh
+# ---------------------------------------------------------------- the run
+start_shared_cluster() {
+    echo "== scratch cluster"
+    test/cluster.sh stop
+    trap 'test/cluster.sh stop' EXIT
+    test/cluster.sh start || { record "scratch cluster" 0 1; echo "$passed passed, $failed failed"; exit 1; }
+    eval "$(test/cluster.sh env)"
+    cluster_started=1
+}
+
+cluster_started=
+for name in "${ALL_SUITES[@]}"; do
+    selected_p "$name" || continue
+    if one_of "$name" "${ON_SHARED_CLUSTER[@]}" && [ -z "$cluster_started" ]; then
+        start_shared_cluster
+    fi
+    echo "== $name"
+    "suite_$name"
+done
 
 [ ${#failures[@]} -gt 0 ] && echo "failed suites: ${failures[*]}"
 echo "$passed passed, $failed failed"
