@@ -7,11 +7,11 @@
 // the old row (re-reading its newest version under READ COMMITTED, through
 // EvalPlanQual) before BEFORE ROW triggers run, so the token in OLD is the
 // row's committed HWM and stays so until this transaction ends.
+#include "core/offer_rule.hpp"
 #include "core/policy.hpp"
 #include "pg/base/boundary.hpp"
 #include "pg/hwm/durability.hpp"
 #include "pg/base/errors.hpp"
-#include "pg/api/fenced_dml.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/raise_registry.hpp"
@@ -22,6 +22,7 @@
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
+#include "pg/guard/fenced_call.hpp"
 #include "pg/guard/unfenced.hpp"
 
 extern "C" {
@@ -42,8 +43,6 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
-
-enum class RowEvent { kInsert, kUpdate, kDelete };
 
 struct GuardContext {
     TriggerData *trigger;
@@ -118,10 +117,12 @@ WriteStatsTarget StatsTarget(const GuardContext &g) {
 // its transaction back is still counted.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
            bool may_skip = true) {
-    // A foreign key's cascade is never skipped: skipping it would leave the
-    // constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
+    // Skipped under on_stale => 'skip', and inside the fenced call scope
+    // (pg/guard/fenced_call.hpp) for the call's table: the call reports 0
+    // rows. A foreign key's cascade is never skipped: skipping it would leave
+    // the constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
     if (may_skip && !InNoForceRLSOperation() &&
-        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))) {
+        (g.policy.on_stale == OnStale::kSkip || FencedCallSkipsStaleRows(g.policy.home_relid))) {
         CountStale(StatsTarget(g), true, where, offered, hwm);
         return;
     }
@@ -408,77 +409,86 @@ void RequireTokenColumn(Relation rel, int attnum) {
         BadGuard(rel, "its token column is no longer fencing_token or bigint");
 }
 
-// Which token the write offers, and where from: the token column the
-// statement wrote, or fencing.token (or the running fenced_*() call's). Raises
-// for conflicting tokens, a required token that is missing, a negative one,
-// and a write that would clear the token column.
-OfferedToken ResolveOffer(const GuardContext &g) {
-    TupleDesc desc = RelationGetDescr(g.rel);
+// The token a write to home_relid carries from outside the statement. Inside
+// the fenced call scope (pg/guard/fenced_call.hpp) every write to the call's
+// table, a trigger's included, carries the call's token; otherwise
+// fencing.token does.
+bool CarriedToken(Oid home_relid, Token *out) {
+    if (FencedCallToken(home_relid, out))
+        return true;
+    return TokenSetting(out);
+}
+
+// The facts the offer rule (core/offer_rule.hpp) decides on.
+OfferFacts GatherOfferFacts(const GuardContext &g, bool session_set) {
     int attnum = g.policy.token_attnum;
-    // Does the statement itself carry a token in the column? For UPDATE that
-    // means the column is a SET target (even to the same value) or its value
-    // changed; for INSERT, a non-NULL value.
-    bool column_carried = false;
-    Token session_token;
-    bool session_set = SessionToken(g.policy.home_relid, &session_token);
-    if (g.event == RowEvent::kInsert) {
-        // Under fencing.token, a value the column's DEFAULT filled in is not
-        // the statement offering a token (a trigger cannot tell a default from
-        // a written value, so with a DEFAULT the session token decides).
-        column_carried =
-            g.has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
-    } else if (g.event == RowEvent::kUpdate && g.has_new_token) {
-        // The echo rule: under fencing.token, an UPDATE that writes the row's
-        // current token back into the column (an ORM writing every column it
-        // read: Django's save(), Hibernate's full-row UPDATE) offers no token
-        // of its own. The session token is checked and stored. "Current" is
-        // the locked version the guard sees, so a value read before a newer
-        // write is no echo and still conflicts.
-        bool echo = session_set && g.has_old_token && g.new_token == g.old_token;
-        column_carried = !echo && (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
-                                                 g.trigger->tg_updatedcols) ||
-                                   !g.has_old_token || g.new_token != g.old_token);
+    OfferFacts f;
+    f.event = g.event;
+    f.session_token = session_set;
+    f.column_value = g.has_new_token;
+    f.column_default = TupleDescAttr(RelationGetDescr(g.rel), attnum - 1)->atthasdef;
+    f.same_as_old = g.has_old_token && g.has_new_token && g.new_token == g.old_token;
+    f.named_in_set =
+        g.event == RowEvent::kUpdate &&
+        bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, g.trigger->tg_updatedcols);
+    return f;
+}
+
+[[noreturn]] void RefuseConflictingTokens(const GuardContext &g, Token session_token) {
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+             errmsg("conflicting fencing tokens for table %s", HomeName(g)),
+             errdetail("The statement writes token " INT64_FORMAT
+                       " into token column %s but fencing.token is " INT64_FORMAT ".",
+                       g.new_token, ColumnForCaller(g, g.policy.token_attnum, "(not shown)"),
+                       session_token),
+             g.event == RowEvent::kUpdate
+                 ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
+                           "row's current token (an echo, which carries fencing.token) into "
+                           "the token column; re-read the row if it changed.")
+                 : 0,
+             HomeTable(g)));
+    pg_unreachable();
+}
+
+// A write that offers no token: refused where the policy requires one (unless
+// fencing_allow_unfenced() admits it), and it may not clear the token column.
+void RequireTokenlessWriteAllowed(const GuardContext &g) {
+    if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
+        CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
+        ereport(ERROR, (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                        errmsg("table %s requires a fencing token", HomeName(g)),
+                        errdetail("Neither fencing.token is set nor does the statement write the "
+                                  "token column %s.",
+                                  ColumnForCaller(g, g.policy.token_attnum, "(not shown)")),
+                        errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
+                                "fenced_update(); the table's owner can allow unfenced writes for "
+                                "one transaction with fencing_allow_unfenced()."),
+                        HomeTable(g)));
     }
-    if (column_carried && g.new_token < 0)
+    if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
+        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                        errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
+                        HomeTable(g)));
+}
+
+// Which token the write offers, and where from: the token column, when the
+// offer rule says the statement wrote it, or the carried token. Raises for
+// conflicting tokens, a required token that is missing, a negative one, and a
+// write that would clear the token column.
+OfferedToken ResolveOffer(const GuardContext &g) {
+    Token session_token;
+    bool session_set = CarriedToken(g.policy.home_relid, &session_token);
+    bool column_offers = ColumnOffersToken(GatherOfferFacts(g, session_set));
+    if (column_offers && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                         errmsg("fencing token " INT64_FORMAT " out of range", g.new_token),
                         errdetail("A fencing token cannot be negative."), HomeTable(g)));
-
     OfferedToken offered;
-    if (!ResolveOfferedToken(column_carried, g.new_token, session_set, session_token, &offered))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("conflicting fencing tokens for table %s", HomeName(g)),
-                 errdetail("The statement writes token " INT64_FORMAT
-                           " into token column %s but fencing.token is " INT64_FORMAT ".",
-                           g.new_token, ColumnForCaller(g, attnum, "(not shown)"), session_token),
-                 g.event == RowEvent::kUpdate
-                     ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
-                               "row's current token (an echo, which carries fencing.token) into "
-                               "the token column; re-read the row if it changed.")
-                     : 0,
-                 HomeTable(g)));
-
-    if (offered.source == TokenSource::kNone) {
-        if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
-            CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
-            ereport(ERROR,
-                    (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-                     errmsg("table %s requires a fencing token", HomeName(g)),
-                     errdetail("Neither fencing.token is set nor does the statement write the "
-                               "token column %s.",
-                               ColumnForCaller(g, attnum, "(not shown)")),
-                     errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
-                             "fenced_update(); the table's owner can allow unfenced writes for "
-                             "one transaction with fencing_allow_unfenced()."),
-                     HomeTable(g)));
-        }
-        if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
-            ereport(ERROR,
-                    (errcode(ERRCODE_NOT_NULL_VIOLATION),
-                     errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
-                     HomeTable(g)));
-    }
+    if (!ResolveOfferedToken(column_offers, g.new_token, session_set, session_token, &offered))
+        RefuseConflictingTokens(g, session_token);
+    if (offered.source == TokenSource::kNone)
+        RequireTokenlessWriteAllowed(g);
     return offered;
 }
 
