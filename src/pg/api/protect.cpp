@@ -113,7 +113,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
     }
     AttrNumber token_attnum = RequireColumn(relid, row.token_column, "token");
     Oid token_type = get_atttype(relid, token_attnum);
-    if (token_type != FencingTokenTypeOid() && token_type != INT8OID)
+    if (!IsTokenColumnType(token_type))
         ereport(ERROR,
                 (errcode(ERRCODE_DATATYPE_MISMATCH),
                  errmsg("token column \"%s\" must be of type fencing_token or bigint, not %s",

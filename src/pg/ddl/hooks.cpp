@@ -103,7 +103,7 @@ void OnTableDdl(Oid relid) {
             char *resource =
                 policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
             Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
-            if (token != nullptr && token_type != INT8OID && token_type != FencingTokenTypeOid()) {
+            if (token != nullptr && !IsTokenColumnType(token_type)) {
                 ereport(
                     NOTICE,
                     (errmsg(

@@ -403,8 +403,6 @@ void RequireTokenColumn(Relation rel, int attnum) {
     TupleDesc desc = RelationGetDescr(rel);
     if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
         BadGuard(rel, "its token column is gone");
-    // Tokens are fencing_token or bigint, judged by type OID. A column whose
-    // type was since changed is refused rather than misread.
     if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
         BadGuard(rel, "its token column is no longer fencing_token or bigint");
 }
@@ -606,29 +604,6 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
         g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
 }
 
-Datum Guard(FunctionCallInfo fcinfo) {
-    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
-                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
-    GuardContext g;
-    ReadFiring(td, &g);
-    // Before anything is written (a shared HWM raised, a tombstone left).
-    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
-    OfferedToken offered = ResolveOffer(g);
-    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
-    if (!admitted)
-        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
-    CountWrite(
-        StatsTarget(g),
-        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
-        offered.value);
-    if (g.event == RowEvent::kDelete)
-        return PointerGetDatum(g.old_row);
-    if (offered.source == TokenSource::kSession &&
-        (!g.has_new_token || g.new_token != offered.value))
-        return PointerGetDatum(WithToken(g, offered.value));
-    return PointerGetDatum(g.new_row);
-}
-
 // After the write: the key's tombstone once more, read with the latest
 // snapshot, now that the write has waited on the primary key index for any
 // transaction that held the key. A DELETE of the key that committed meanwhile
@@ -653,6 +628,36 @@ void RecheckWrittenRow(const GuardContext &g) {
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
 }
 
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing;
+using namespace fencing::pg;
+
+// The BEFORE ROW check of every write to a guarded relation.
+FENCING_FUNCTION(fencing_guard) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
+    GuardContext g;
+    ReadFiring(td, &g);
+    // Before anything is written (a shared HWM raised, a tombstone left).
+    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
+    OfferedToken offered = ResolveOffer(g);
+    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
+    if (!admitted)
+        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
+    CountWrite(
+        StatsTarget(g),
+        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
+        offered.value);
+    if (g.event == RowEvent::kDelete)
+        return PointerGetDatum(g.old_row);
+    if (offered.source == TokenSource::kSession &&
+        (!g.has_new_token || g.new_token != offered.value))
+        return PointerGetDatum(WithToken(g, offered.value));
+    return PointerGetDatum(g.new_row);
+}
+
 // AFTER INSERT (row scope): an INSERT that raced a DELETE of its key.
 //
 // AFTER UPDATE OF <primary key columns> (row scope, zz_fencing_move_recheck):
@@ -660,7 +665,7 @@ void RecheckWrittenRow(const GuardContext &g) {
 // the guard's check and the index insertion. UPDATEs that do not name a key
 // column queue no event; of those that do, only rows whose key changed read
 // the tombstone.
-Datum Recheck(FunctionCallInfo fcinfo) {
+FENCING_FUNCTION(fencing_recheck) {
     TriggerData *td = FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert | kOnUpdate,
                               "an AFTER ROW trigger on INSERT or UPDATE");
     GuardContext g;
@@ -676,15 +681,4 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     if (g.event == RowEvent::kInsert && g.has_new_token)
         NoteRowRaise(g, HwmKind::kRow, g.new_row, g.new_token);
     return PointerGetDatum(nullptr);
-}
-
-}  // namespace
-}  // namespace fencing::pg
-
-FENCING_FUNCTION(fencing_recheck) {
-    return fencing::pg::Recheck(fcinfo);
-}
-
-FENCING_FUNCTION(fencing_guard) {
-    return fencing::pg::Guard(fcinfo);
 }
