@@ -8,6 +8,7 @@
 // (table, operation, column set), kept with SPI_keepplan, and dropped when the
 // table's relcache entry is invalidated (any DDL on it, or a policy change).
 #include "pg/base/boundary.hpp"
+#include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/api/fenced_dml.hpp"
 #include "pg/base/json_args.hpp"
@@ -273,13 +274,10 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
         argtypes[i + 1] = cols[i].type;
         RememberInput(e, i, cols[i]);
     }
-    SPIPlanPtr plan = SPI_prepare(StatementText(kind, t, cols, n, first), n + 1, argtypes);
-    if (plan == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
-                        errmsg("could not prepare fenced statement on %s: %s", t.qualified_name,
-                               SPI_result_code_string(SPI_result))));
-    SPI_keepplan(plan);
-    e->plan = plan;
+    e->plan =
+        PrepareKeptPlan(StatementText(kind, t, cols, n, first), n + 1, argtypes,
+                        ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
+                        psprintf("could not prepare fenced statement on %s", t.qualified_name));
     e->ncolumns = n;
     e->valid = true;
 }
@@ -374,13 +372,7 @@ void RequireWritePrivilege(Oid relid, DmlKind kind) {
     AclMode mode = kind == DmlKind::kUpdate   ? ACL_UPDATE
                    : kind == DmlKind::kDelete ? ACL_DELETE
                                               : ACL_INSERT;
-    Oid user = GetUserId();
-    if (pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
-        (kind != DmlKind::kDelete &&
-         pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ANY) == ACLCHECK_OK))
-        return;
-    aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
-                   get_rel_name(relid));
+    RequireRelationPrivilege(relid, mode, kind != DmlKind::kDelete);
 }
 
 // The SQL arguments: the target, a non-negative token and the JSON members.

@@ -357,7 +357,7 @@ void AfterDropTrigger(DropStmt *stmt) {
 
 // fencing.protected's own triggers install the guards of the tables it lists.
 bool IsPolicyTable(Oid relid) {
-    Oid schema = get_namespace_oid("fencing", true);
+    Oid schema = ExtensionSchemaOid(true);
     return OidIsValid(schema) && relid == get_relname_relid("protected", schema);
 }
 

@@ -1,5 +1,6 @@
 #include "pg/guard/triggers.hpp"
 
+#include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 
 extern "C" {
@@ -52,7 +53,7 @@ char *TruncateGuardName(Scope scope, Oid leaf) {
 }
 
 Oid FencingFunctionOid(const char *name) {
-    Oid schema = get_namespace_oid("fencing", true);
+    Oid schema = ExtensionSchemaOid(true);
     if (!OidIsValid(schema))
         return InvalidOid;
     return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
