@@ -171,26 +171,20 @@ const Bitmapset *PrimaryKeyColumns(Relation rel) {
                : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 }
 
-// Replay-safe retries (strict mode). A client whose COMMIT timed out does not
-// know whether its write landed. If it did, the retry offers a token equal to
-// the HWM, raised by a transaction that is not the retry's. Such a write is a
-// replay, admitted as a no-op success, when it changes nothing:
-//   * it is an UPDATE (plain, MERGE's, ON CONFLICT DO UPDATE's, fenced_*()'s):
-//     an INSERT has no stored row to compare (a plain INSERT of a row that
-//     landed meets its unique violation, as any duplicate does), a DELETE of
-//     an existing row is never a no-op, and a tombstone has no payload;
-//   * every column of the new row is byte-identical (datum_image_eq, which
-//     detoasts) to the stored row's, the token column included (as the offered
-//     token), dropped and generated columns excepted (the latter are computed
-//     from the others by an immutable expression);
+// Replay-safe retries (strict mode): a client whose COMMIT timed out retries
+// with the same token; if its write landed, the HWM now equals that token,
+// raised by another transaction. The retry is admitted as a no-op success
+// when it changes nothing:
+//   * it is an UPDATE (an INSERT has no stored row to compare, a DELETE of an
+//     existing row is never a no-op, a tombstone has no payload);
+//   * every column but dropped and generated ones is byte-identical
+//     (datum_image_eq, which detoasts) to the stored row's, the token column
+//     as the offered token;
 //   * in row scope, the table has a primary key: without one, the registry
 //     knows a row by the version this transaction wrote, which the replay is.
-// Only a token equal to the HWM is considered: a newer holder's write put the
-// HWM above the retry's token, and a lower token is refused whatever its
-// payload. The replay raises nothing and is not recorded as a raise, so a
-// later different write with the token is still refused, in this transaction
-// too. It commits as durably as a raise: its success confirms a write whose
-// commit may never have been acknowledged, so it waits for that WAL as well.
+// A replay raises and records nothing, so a later different write with the
+// token is still refused. It waits for its WAL as a raise does: its success
+// confirms a write whose commit may never have been acknowledged.
 bool SamePayload(const GuardContext &g, Token offered) {
     TupleDesc desc = RelationGetDescr(g.rel);
     for (int attnum = 1; attnum <= desc->natts; ++attnum) {

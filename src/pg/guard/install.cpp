@@ -149,7 +149,7 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
                   InvalidOid, nullptr, false, false);
     if (row.scope == Scope::kRow) {
-        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
+        // Row scope: the AFTER INSERT tombstone recheck (fencing.recheck()).
         CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
         recheck->trigname = GuardTriggerName(kRecheckName, leaf);
         recheck->funcname =
@@ -165,8 +165,6 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
 
 }  // namespace
 
-// Makes the guards of relid match its row in fencing.protected (or removes
-// them when there is none). Inside an internal session.
 void RefuseForeignPartition(Oid relid) {
     ereport(ERROR,
             (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

@@ -1,6 +1,9 @@
-// Installing the guards: the triggers (pg/guard/triggers.hpp) that fence a
-// protected table, or each leaf partition of a protected partitioned table,
-// made to match the table's row in fencing.protected.
+// The guard folder owns the triggers that fence every write to a protected
+// table: installing them, judging each row, and keeping them intact.
+//
+// Installing the guards: the triggers (pg/guard/triggers.hpp) on a protected
+// table, or on each leaf partition of a protected partitioned table, made to
+// match the table's row in fencing.protected.
 #pragma once
 
 #include "core/policy.hpp"

@@ -544,7 +544,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
     return PointerGetDatum(nullptr);
 }
 
-// Event trigger (1.1): ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,
+// Event trigger: ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,
 // ALTER TABLE; ddl_command_end on CREATE TRIGGER, DROP TRIGGER. Enabled ALWAYS,
 // so restores under session_replication_role = replica are covered too.
 FENCING_FUNCTION(fencing_on_guard_ddl) {

@@ -1,5 +1,5 @@
-// The fencing_token type: its I/O and casts, and which column types hold a
-// token.
+// The types folder owns the fencing_token type: its I/O and casts, and which
+// column types hold a token.
 #pragma once
 
 #include "core/token.hpp"
