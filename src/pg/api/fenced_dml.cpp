@@ -2,10 +2,10 @@
 // statement per call, for clients that prefer a function to SET LOCAL.
 //
 // The statement is ordinary SQL run with the caller's privileges and RLS. The
-// guard trigger makes the decision, as for any other write; while the
-// statement runs, it takes the call's token and skips stale rows instead of
-// raising, so a stale writer gets 0 rows. Plans are prepared once per
-// (table, operation, column set), kept with SPI_keepplan, and dropped when the
+// guard trigger makes the decision, as for any other write, inside the fenced
+// call scope (pg/guard/fenced_call.hpp): the call's token, and stale rows
+// skipped, so a stale writer gets 0 rows. Plans are prepared once per (table,
+// operation, column set), kept with SPI_keepplan, and forgotten when the
 // table's relcache entry is invalidated (any DDL on it, or a policy change).
 #include "pg/base/boundary.hpp"
 #include "pg/base/internal_access.hpp"
