@@ -2,14 +2,27 @@
 // above every folder: it is the one place that wires the layers together
 // (settings, shared memory, and every cache and transaction callback).
 #include "pg/hwm/durability.hpp"
+#include "pg/api/fenced_dml.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
 #include "pg/guard/unfenced.hpp"
+#include "pg/types/token_type.hpp"
 
 extern "C" {
 #include "utils/guc.h"
+#include "utils/inval.h"
 }
+
+namespace {
+
+// The one relcache callback of the library (PostgreSQL allows few per
+// backend): every module that caches per-relation state forgets it here.
+void ForgetRelation(Datum, Oid relid) {
+    fencing::pg::ForgetFencedPlans(relid);
+}
+
+}  // namespace
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -22,4 +35,6 @@ void _PG_init(void) {
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterUnfencedCallbacks();
+    fencing::pg::RegisterTokenTypeCallbacks();
+    CacheRegisterRelcacheCallback(ForgetRelation, 0);
 }

@@ -2,15 +2,17 @@
 // statement per call, for clients that prefer a function to SET LOCAL.
 //
 // The statement is ordinary SQL run with the caller's privileges and RLS. The
-// guard trigger makes the decision, as for any other write; while the
-// statement runs, it takes the call's token and skips stale rows instead of
-// raising, so a stale writer gets 0 rows. Plans are prepared once per
-// (table, operation, column set), kept with SPI_keepplan, and dropped when the
+// guard trigger makes the decision, as for any other write, inside the fenced
+// call scope (pg/guard/fenced_call.hpp): the call's token, and stale rows
+// skipped, so a stale writer gets 0 rows. Plans are prepared once per (table,
+// operation, column set), kept with SPI_keepplan, and forgotten when the
 // table's relcache entry is invalidated (any DDL on it, or a policy change).
 #include "pg/base/boundary.hpp"
+#include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/api/fenced_dml.hpp"
 #include "pg/base/json_args.hpp"
+#include "pg/guard/fenced_call.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/keys/row_key.hpp"
 
@@ -38,11 +40,6 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// The running fenced_*() statement, if any (nested calls save and restore it).
-int fenced_dml_depth = 0;
-Token fenced_dml_token = 0;
-Oid fenced_dml_relid = InvalidOid;
-
 enum class DmlKind : char { kUpdate = 'u', kDelete = 'd', kUpsert = 'i' };
 
 constexpr Size kCacheKeySize = 1024;
@@ -67,17 +64,6 @@ struct PlanEntry {
 };
 
 HTAB *plan_cache = nullptr;
-
-void InvalidatePlans(Datum, Oid relid) {
-    if (plan_cache == nullptr)
-        return;
-    HASH_SEQ_STATUS seq;
-    hash_seq_init(&seq, plan_cache);
-    for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
-         e = static_cast<PlanEntry *>(hash_seq_search(&seq)))
-        if (relid == InvalidOid || e->relid == relid)
-            e->valid = false;
-}
 
 void ReleaseEntry(PlanEntry *e) {
     if (e->plan != nullptr)
@@ -189,18 +175,9 @@ void RememberInput(PlanEntry *e, int index, const ColumnRef &c) {
     e->array_column[index] = OidIsValid(get_element_type(getBaseType(c.type)));
 }
 
-// Builds and prepares the statement. Parameter $1 is the token; then one
-// parameter per JSON member, first `first` (key or row), then `second` (changes).
-void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
-             const Members &second) {
-    StringInfoData sql;
-    initStringInfo(&sql);
-    int total = first.count + second.count;
-    auto *argtypes = static_cast<Oid *>(palloc(sizeof(Oid) * (total + 1)));
-    argtypes[0] = t.token_type;
-    int n = 0;
-    const char *quoted_token = quote_identifier(t.token_column);
-    auto *cols = static_cast<ColumnRef *>(palloc(sizeof(ColumnRef) * (total + 1)));
+// The entry's per-column input state, in its own memory context: one slot
+// per parameter after the token.
+void AllocateInputs(PlanEntry *e, int total) {
     e->memory =
         AllocSetContextCreate(TopMemoryContext, "fencing fenced DML plan", ALLOCSET_SMALL_SIZES);
     e->input =
@@ -209,6 +186,82 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
     e->typmod = static_cast<int32 *>(MemoryContextAlloc(e->memory, sizeof(int32) * (total + 1)));
     e->array_column =
         static_cast<bool *>(MemoryContextAlloc(e->memory, sizeof(bool) * (total + 1)));
+}
+
+// "a = $2 AND b = $3": the key columns, compared with their types' default
+// equality.
+void AppendKeyCondition(StringInfo sql, const ColumnRef *cols, const Members &key) {
+    for (int i = 0; i < key.count; ++i)
+        appendStringInfo(sql, "%s%s %s $%d", i > 0 ? " AND " : "", cols[i].quoted,
+                         EqualityOperator(cols[i].type, key.names[i]), i + 2);
+}
+
+void AppendUpsert(StringInfo sql, const Target &t, const char *quoted_token, const ColumnRef *cols,
+                  int n) {
+    Relation rel = table_open(t.relid, AccessShareLock);
+    PrimaryKey pk;
+    bool has_pk = GetPrimaryKey(rel, &pk);
+    TupleDesc desc = RelationGetDescr(rel);
+    if (!has_pk) {
+        table_close(rel, AccessShareLock);
+        ereport(ERROR, (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+                        errmsg("fenced_upsert() needs a primary key on %s", t.qualified_name)));
+    }
+    appendStringInfo(sql, "INSERT INTO %s AS target (%s", t.qualified_name, quoted_token);
+    for (int i = 0; i < n; ++i) appendStringInfo(sql, ", %s", cols[i].quoted);
+    appendStringInfoString(sql, ") VALUES ($1");
+    for (int i = 0; i < n; ++i) appendStringInfo(sql, ", $%d", i + 2);
+    appendStringInfoString(sql, ") ON CONFLICT (");
+    for (int i = 0; i < pk.natts; ++i)
+        appendStringInfo(
+            sql, "%s%s", i > 0 ? ", " : "",
+            quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
+    appendStringInfo(sql, ") DO UPDATE SET %s = excluded.%s", quoted_token, quoted_token);
+    for (int i = 0; i < n; ++i) {
+        bool in_key = false;
+        for (int k = 0; k < pk.natts; ++k) in_key |= pk.attnums[k] == cols[i].attnum;
+        if (!in_key)
+            appendStringInfo(sql, ", %s = excluded.%s", cols[i].quoted, cols[i].quoted);
+    }
+    table_close(rel, AccessShareLock);
+}
+
+// The statement's text. cols holds `first` (key or row), then `second`
+// (changes); parameter $1 is the token, $i+2 is cols[i].
+char *StatementText(DmlKind kind, const Target &t, const ColumnRef *cols, int n,
+                    const Members &first) {
+    StringInfoData sql;
+    initStringInfo(&sql);
+    const char *quoted_token = quote_identifier(t.token_column);
+    switch (kind) {
+        case DmlKind::kUpdate:
+            appendStringInfo(&sql, "UPDATE %s SET %s = $1", t.qualified_name, quoted_token);
+            for (int i = first.count; i < n; ++i)
+                appendStringInfo(&sql, ", %s = $%d", cols[i].quoted, i + 2);
+            appendStringInfoString(&sql, " WHERE ");
+            AppendKeyCondition(&sql, cols, first);
+            break;
+        case DmlKind::kDelete:
+            appendStringInfo(&sql, "DELETE FROM %s WHERE ", t.qualified_name);
+            AppendKeyCondition(&sql, cols, first);
+            break;
+        case DmlKind::kUpsert:
+            AppendUpsert(&sql, t, quoted_token, cols, n);
+            break;
+    }
+    return sql.data;
+}
+
+// Builds and prepares the statement. Parameter $1 is the token; then one
+// parameter per JSON member, first `first` (key or row), then `second` (changes).
+void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
+             const Members &second) {
+    int total = first.count + second.count;
+    auto *argtypes = static_cast<Oid *>(palloc(sizeof(Oid) * (total + 1)));
+    argtypes[0] = t.token_type;
+    int n = 0;
+    auto *cols = static_cast<ColumnRef *>(palloc(sizeof(ColumnRef) * (total + 1)));
+    AllocateInputs(e, total);
     for (int i = 0; i < first.count; ++i)
         cols[n++] = Column(t, first.names[i], kind == DmlKind::kUpsert ? "row" : "key");
     for (int i = 0; i < second.count; ++i) cols[n++] = Column(t, second.names[i], "changes");
@@ -221,60 +274,10 @@ void Prepare(PlanEntry *e, DmlKind kind, const Target &t, const Members &first,
         argtypes[i + 1] = cols[i].type;
         RememberInput(e, i, cols[i]);
     }
-    switch (kind) {
-        case DmlKind::kUpdate:
-            appendStringInfo(&sql, "UPDATE %s SET %s = $1", t.qualified_name, quoted_token);
-            for (int i = first.count; i < n; ++i)
-                appendStringInfo(&sql, ", %s = $%d", cols[i].quoted, i + 2);
-            appendStringInfoString(&sql, " WHERE ");
-            for (int i = 0; i < first.count; ++i)
-                appendStringInfo(&sql, "%s%s %s $%d", i > 0 ? " AND " : "", cols[i].quoted,
-                                 EqualityOperator(cols[i].type, first.names[i]), i + 2);
-            break;
-        case DmlKind::kDelete:
-            appendStringInfo(&sql, "DELETE FROM %s WHERE ", t.qualified_name);
-            for (int i = 0; i < first.count; ++i)
-                appendStringInfo(&sql, "%s%s %s $%d", i > 0 ? " AND " : "", cols[i].quoted,
-                                 EqualityOperator(cols[i].type, first.names[i]), i + 2);
-            break;
-        case DmlKind::kUpsert: {
-            Relation rel = table_open(t.relid, AccessShareLock);
-            PrimaryKey pk;
-            bool has_pk = GetPrimaryKey(rel, &pk);
-            TupleDesc desc = RelationGetDescr(rel);
-            if (!has_pk) {
-                table_close(rel, AccessShareLock);
-                ereport(ERROR,
-                        (errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-                         errmsg("fenced_upsert() needs a primary key on %s", t.qualified_name)));
-            }
-            appendStringInfo(&sql, "INSERT INTO %s AS target (%s", t.qualified_name, quoted_token);
-            for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", %s", cols[i].quoted);
-            appendStringInfoString(&sql, ") VALUES ($1");
-            for (int i = 0; i < n; ++i) appendStringInfo(&sql, ", $%d", i + 2);
-            appendStringInfoString(&sql, ") ON CONFLICT (");
-            for (int i = 0; i < pk.natts; ++i)
-                appendStringInfo(
-                    &sql, "%s%s", i > 0 ? ", " : "",
-                    quote_identifier(NameStr(TupleDescAttr(desc, pk.attnums[i] - 1)->attname)));
-            appendStringInfo(&sql, ") DO UPDATE SET %s = excluded.%s", quoted_token, quoted_token);
-            for (int i = 0; i < n; ++i) {
-                bool in_key = false;
-                for (int k = 0; k < pk.natts; ++k) in_key |= pk.attnums[k] == cols[i].attnum;
-                if (!in_key)
-                    appendStringInfo(&sql, ", %s = excluded.%s", cols[i].quoted, cols[i].quoted);
-            }
-            table_close(rel, AccessShareLock);
-            break;
-        }
-    }
-    SPIPlanPtr plan = SPI_prepare(sql.data, n + 1, argtypes);
-    if (plan == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
-                        errmsg("could not prepare fenced statement on %s: %s", t.qualified_name,
-                               SPI_result_code_string(SPI_result))));
-    SPI_keepplan(plan);
-    e->plan = plan;
+    e->plan =
+        PrepareKeptPlan(StatementText(kind, t, cols, n, first), n + 1, argtypes,
+                        ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION,
+                        psprintf("could not prepare fenced statement on %s", t.qualified_name));
     e->ncolumns = n;
     e->valid = true;
 }
@@ -324,7 +327,6 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
         ctl.hcxt = TopMemoryContext;
         plan_cache = hash_create("fencing fenced DML plans", 64, &ctl,
                                  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
-        CacheRegisterRelcacheCallback(InvalidatePlans, 0);
     }
     // "<relid> <kind> <len>:<name>... | <len>:<name>...": names are length-
     // prefixed, since a column name may contain any character but NUL.
@@ -370,16 +372,18 @@ void RequireWritePrivilege(Oid relid, DmlKind kind) {
     AclMode mode = kind == DmlKind::kUpdate   ? ACL_UPDATE
                    : kind == DmlKind::kDelete ? ACL_DELETE
                                               : ACL_INSERT;
-    Oid user = GetUserId();
-    if (pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
-        (kind != DmlKind::kDelete &&
-         pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ANY) == ACLCHECK_OK))
-        return;
-    aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
-                   get_rel_name(relid));
+    RequireRelationPrivilege(relid, mode, kind != DmlKind::kDelete);
 }
 
-Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
+// The SQL arguments: the target, a non-negative token and the JSON members.
+struct CallArgs {
+    Oid relid;
+    Token token;
+    Members first;   // key (update, delete) or row (upsert)
+    Members second;  // changes (update)
+};
+
+void ReadCallArgs(FunctionCallInfo fcinfo, DmlKind kind, CallArgs *args) {
     const char *names[] = {"target", "token", kind == DmlKind::kUpsert ? "row" : "key", "changes"};
     int nargs = kind == DmlKind::kUpdate ? 4 : 3;
     for (int i = 0; i < nargs; ++i)
@@ -388,47 +392,42 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
                 ERROR,
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", names[i]),
                  i == 1 ? errhint("A fenced write needs the token of the lock it holds.") : 0));
-    Oid relid = PG_GETARG_OID(0);
-    Token token = PG_GETARG_INT64(1);
-    if (token < 0)
+    args->relid = PG_GETARG_OID(0);
+    args->token = PG_GETARG_INT64(1);
+    if (args->token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                        errmsg("fencing token " INT64_FORMAT " out of range", token)));
-    Members first, second;
-    ReadMembers(PG_GETARG_JSONB_P(2), names[2], false, &first);
-    second.count = 0;
+                        errmsg("fencing token " INT64_FORMAT " out of range", args->token)));
+    ReadMembers(PG_GETARG_JSONB_P(2), names[2], false, &args->first);
+    args->second.count = 0;
     if (kind == DmlKind::kUpdate)
-        ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &second);
+        ReadMembers(PG_GETARG_JSONB_P(3), names[3], true, &args->second);
+}
 
-    // The caller's rights are checked before anything is planned; the
-    // statement itself then runs as the caller, column privileges and RLS
-    // included.
-    RequireWritePrivilege(relid, kind);
-
-    SPI_connect();
-    // volatile: read in PG_FINALLY, after a possible longjmp.
-    PlanEntry *volatile e = PlanFor(kind, relid, first, second);
-    auto *values = static_cast<Datum *>(palloc(sizeof(Datum) * (e->ncolumns + 1)));
-    auto *nulls = static_cast<char *>(palloc(e->ncolumns + 2));
-    values[0] = Int64GetDatum(token);
-    nulls[0] = ' ';
+// The plan's parameter values: the token, then each JSON member converted by
+// its column type's input function. nulls is SPI's ' '/'n' string.
+void BindParameters(const PlanEntry *e, const CallArgs &args, Datum **values, char **nulls) {
+    auto *v = static_cast<Datum *>(palloc(sizeof(Datum) * (e->ncolumns + 1)));
+    auto *n = static_cast<char *>(palloc(e->ncolumns + 2));
+    v[0] = Int64GetDatum(args.token);
+    n[0] = ' ';
     for (int i = 0; i < e->ncolumns; ++i) {
-        const Members &m = i < first.count ? first : second;
-        int j = i < first.count ? i : i - first.count;
+        const Members &m = i < args.first.count ? args.first : args.second;
+        int j = i < args.first.count ? i : i - args.first.count;
         ErrorContextCallback callback;
         PushConversionContext(&callback, m.names[j]);
         char *text = JsonValueText(m.values[j], e->array_column[i]);
-        values[i + 1] = InputFunctionCall(&e->input[i], text, e->ioparam[i], e->typmod[i]);
-        nulls[i + 1] = text == nullptr ? 'n' : ' ';
+        v[i + 1] = InputFunctionCall(&e->input[i], text, e->ioparam[i], e->typmod[i]);
+        n[i + 1] = text == nullptr ? 'n' : ' ';
         error_context_stack = callback.previous;
     }
-    nulls[e->ncolumns + 1] = '\0';
+    n[e->ncolumns + 1] = '\0';
+    *values = v;
+    *nulls = n;
+}
 
-    uint64 written;
-    Oid saved_relid = fenced_dml_relid;
-    Token saved_token = fenced_dml_token;
-    fenced_dml_token = token;
-    fenced_dml_relid = relid;
-    fenced_dml_depth++;
+// Runs the plan inside the fenced call scope of the target; the rows written.
+uint64 ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *values, const char *nulls) {
+    FencedCall enclosing = EnterFencedCall(args.relid, args.token);
     e->running++;
     PG_TRY();
     {
@@ -436,31 +435,44 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
         if (rc < 0)
             ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
                             errmsg("fenced statement failed: %s", SPI_result_code_string(rc))));
-        written = SPI_processed;
     }
     PG_FINALLY();
     {
         e->running--;
-        fenced_dml_depth--;
-        fenced_dml_relid = saved_relid;
-        fenced_dml_token = saved_token;
+        LeaveFencedCall(enclosing);
     }
     PG_END_TRY();
+    return SPI_processed;
+}
+
+Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
+    CallArgs args;
+    ReadCallArgs(fcinfo, kind, &args);
+    // The caller's rights are checked before anything is planned; the
+    // statement itself then runs as the caller, column privileges and RLS
+    // included.
+    RequireWritePrivilege(args.relid, kind);
+    SPI_connect();
+    PlanEntry *e = PlanFor(kind, args.relid, args.first, args.second);
+    Datum *values;
+    char *nulls;
+    BindParameters(e, args, &values, &nulls);
+    uint64 written = ExecuteInFencedCall(e, args, values, nulls);
     SPI_finish();
     PG_RETURN_INT64(static_cast<int64>(written));
 }
 
 }  // namespace
 
-bool FencedDmlSkips(Oid home_relid) {
-    return fenced_dml_depth > 0 && home_relid == fenced_dml_relid;
-}
-
-bool FencedDmlToken(Oid home_relid, Token *out) {
-    if (!FencedDmlSkips(home_relid))
-        return false;
-    *out = fenced_dml_token;
-    return true;
+void ForgetFencedPlans(Oid relid) {
+    if (plan_cache == nullptr)
+        return;
+    HASH_SEQ_STATUS seq;
+    hash_seq_init(&seq, plan_cache);
+    for (auto *e = static_cast<PlanEntry *>(hash_seq_search(&seq)); e != nullptr;
+         e = static_cast<PlanEntry *>(hash_seq_search(&seq)))
+        if (relid == InvalidOid || e->relid == relid)
+            e->valid = false;
 }
 
 }  // namespace fencing::pg

@@ -1,19 +1,13 @@
-// fenced_update() and its siblings run one statement on their target table.
-// While it runs, writes to that table take the call's token, and its stale
-// rows are skipped (the function reports zero rows) instead of raising.
-// Writes that user triggers cascade to other tables are judged as usual.
+// fenced_update(), fenced_delete() and fenced_upsert(): one fenced statement
+// per call, run inside the fenced call scope (pg/guard/fenced_call.hpp).
 #pragma once
 
-#include "core/token.hpp"
 #include "pg/base/pg.hpp"
 
 namespace fencing::pg {
 
-// The call's token while a fenced_*() statement on home_relid runs.
-bool FencedDmlToken(Oid home_relid, Token *out);
-
-// Whether a stale row of home_relid is to be skipped because a fenced_*()
-// statement on that very table is running.
-bool FencedDmlSkips(Oid home_relid);
+// Drops the kept plans of relid (InvalidOid: all), from module.cpp's relcache
+// callback: any DDL on the table, or a policy change, invalidates them.
+void ForgetFencedPlans(Oid relid);
 
 }  // namespace fencing::pg

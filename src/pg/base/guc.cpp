@@ -6,7 +6,6 @@
 #include "pg/base/guc.hpp"
 
 #include "pg/base/errors.hpp"
-#include "pg/api/fenced_dml.hpp"
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -171,9 +170,7 @@ void DefineSettings() {
     ProcessUtility_hook = RefuseLostSetLocal;
 }
 
-bool SessionToken(Oid home_relid, Token *out) {
-    if (FencedDmlToken(home_relid, out))
-        return true;
+bool TokenSetting(Token *out) {
     if (!session_token_valid)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),

@@ -1,3 +1,4 @@
+// Settings: fencing.token, fencing.allow_session_token, fencing.auto_protect.
 #pragma once
 
 #include "core/token.hpp"
@@ -9,12 +10,12 @@ namespace fencing::pg {
 // SET LOCAL fencing.token outside a transaction block (25P01).
 void DefineSettings();
 
-// The token a write to the protected table home_relid carries: the call's
-// token while a fenced_*() statement on that table runs (pg/api/fenced_dml.hpp),
-// otherwise fencing.token (already parsed); false when there is none. A
-// fencing.token that the current transaction did not set (a session value)
-// raises TF002 unless fencing.allow_session_token is on.
-bool SessionToken(Oid home_relid, Token *out);
+// fencing.token, already parsed; false when it is not set. A value that the
+// current transaction did not set (a session value) raises TF002 unless
+// fencing.allow_session_token is on; a value SET before the library was
+// loaded that does not parse raises 22P02. Which token a write carries is
+// the guard's decision (pg/guard/guard.cpp, CarriedToken).
+bool TokenSetting(Token *out);
 
 bool AutoProtectEnabled();
 

@@ -34,6 +34,10 @@ void EndInternal(const InternalSession *session);
 Oid ExtensionOwner();
 // The schema the extension's objects live in (InvalidOid when not installed).
 Oid ExtensionSchema();
+// The schema named fencing, looked up by name on every call (the extension
+// can be dropped and created again within a session); InvalidOid when absent
+// and missing_ok, else 3F000.
+Oid ExtensionSchemaOid(bool missing_ok);
 // The schema of the named extension (InvalidOid when it is not installed).
 Oid ExtensionSchemaOf(const char *extname);
 
@@ -46,6 +50,16 @@ struct InternalStatement {
     Oid argtypes[8];
     SPIPlanPtr plan;
 };
+
+// Prepares sql and keeps the plan for the backend's life (SPI_keepplan;
+// PostgreSQL revalidates it after DDL). Inside an SPI connection; names resolve
+// under the search path in force now. On failure raises sqlstate with
+// "<failure>: <SPI's reason>".
+SPIPlanPtr PrepareKeptPlan(const char *sql, int nargs, const Oid *argtypes, int sqlstate,
+                           const char *failure);
+
+// stmt's plan, prepared and kept on first use (inside an internal session).
+SPIPlanPtr InternalPlan(InternalStatement *stmt);
 
 // Runs a prepared internal statement (inside an internal session); returns
 // SPI_processed, raises on SPI failure. nulls as for SPI_execute_plan.

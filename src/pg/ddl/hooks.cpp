@@ -90,7 +90,7 @@ void OnTableDdl(Oid relid) {
                  errhint("Use a regular table for rows whose writes must be fenced.")));
         return;
     }
-    if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
+    if (get_rel_namespace(relid) == ExtensionSchemaOid(true))
         return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
@@ -103,7 +103,7 @@ void OnTableDdl(Oid relid) {
             char *resource =
                 policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
             Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
-            if (token != nullptr && token_type != INT8OID && token_type != FencingTokenTypeOid()) {
+            if (token != nullptr && !IsTokenColumnType(token_type)) {
                 ereport(
                     NOTICE,
                     (errmsg(
@@ -195,7 +195,7 @@ FENCING_FUNCTION(fencing_protected_sync) {
     TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
     // Only as installed: AFTER ROW on fencing.protected (a superuser could
     // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
-    Oid nsp = get_namespace_oid("fencing", true);
+    Oid nsp = ExtensionSchemaOid(true);
     if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
         TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) || !OidIsValid(nsp) ||
         RelationGetRelid(td->tg_relation) != get_relname_relid("protected", nsp))

@@ -7,11 +7,11 @@
 // the old row (re-reading its newest version under READ COMMITTED, through
 // EvalPlanQual) before BEFORE ROW triggers run, so the token in OLD is the
 // row's committed HWM and stays so until this transaction ends.
+#include "core/offer_rule.hpp"
 #include "core/policy.hpp"
 #include "pg/base/boundary.hpp"
 #include "pg/hwm/durability.hpp"
 #include "pg/base/errors.hpp"
-#include "pg/api/fenced_dml.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/raise_registry.hpp"
@@ -22,6 +22,7 @@
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
+#include "pg/guard/fenced_call.hpp"
 #include "pg/guard/unfenced.hpp"
 
 extern "C" {
@@ -42,8 +43,6 @@ extern "C" {
 
 namespace fencing::pg {
 namespace {
-
-enum class RowEvent { kInsert, kUpdate, kDelete };
 
 struct GuardContext {
     TriggerData *trigger;
@@ -118,10 +117,12 @@ WriteStatsTarget StatsTarget(const GuardContext &g) {
 // its transaction back is still counted.
 void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
            bool may_skip = true) {
-    // A foreign key's cascade is never skipped: skipping it would leave the
-    // constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
+    // Skipped under on_stale => 'skip', and inside the fenced call scope
+    // (pg/guard/fenced_call.hpp) for the call's table: the call reports 0
+    // rows. A foreign key's cascade is never skipped: skipping it would leave
+    // the constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
     if (may_skip && !InNoForceRLSOperation() &&
-        (g.policy.on_stale == OnStale::kSkip || FencedDmlSkips(g.policy.home_relid))) {
+        (g.policy.on_stale == OnStale::kSkip || FencedCallSkipsStaleRows(g.policy.home_relid))) {
         CountStale(StatsTarget(g), true, where, offered, hwm);
         return;
     }
@@ -170,26 +171,20 @@ const Bitmapset *PrimaryKeyColumns(Relation rel) {
                : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 }
 
-// Replay-safe retries (strict mode). A client whose COMMIT timed out does not
-// know whether its write landed. If it did, the retry offers a token equal to
-// the HWM, raised by a transaction that is not the retry's. Such a write is a
-// replay, admitted as a no-op success, when it changes nothing:
-//   * it is an UPDATE (plain, MERGE's, ON CONFLICT DO UPDATE's, fenced_*()'s):
-//     an INSERT has no stored row to compare (a plain INSERT of a row that
-//     landed meets its unique violation, as any duplicate does), a DELETE of
-//     an existing row is never a no-op, and a tombstone has no payload;
-//   * every column of the new row is byte-identical (datum_image_eq, which
-//     detoasts) to the stored row's, the token column included (as the offered
-//     token), dropped and generated columns excepted (the latter are computed
-//     from the others by an immutable expression);
+// Replay-safe retries (strict mode): a client whose COMMIT timed out retries
+// with the same token; if its write landed, the HWM now equals that token,
+// raised by another transaction. The retry is admitted as a no-op success
+// when it changes nothing:
+//   * it is an UPDATE (an INSERT has no stored row to compare, a DELETE of an
+//     existing row is never a no-op, a tombstone has no payload);
+//   * every column but dropped and generated ones is byte-identical
+//     (datum_image_eq, which detoasts) to the stored row's, the token column
+//     as the offered token;
 //   * in row scope, the table has a primary key: without one, the registry
 //     knows a row by the version this transaction wrote, which the replay is.
-// Only a token equal to the HWM is considered: a newer holder's write put the
-// HWM above the retry's token, and a lower token is refused whatever its
-// payload. The replay raises nothing and is not recorded as a raise, so a
-// later different write with the token is still refused, in this transaction
-// too. It commits as durably as a raise: its success confirms a write whose
-// commit may never have been acknowledged, so it waits for that WAL as well.
+// A replay raises and records nothing, so a later different write with the
+// token is still refused. It waits for its WAL as a raise does: its success
+// confirms a write whose commit may never have been acknowledged.
 bool SamePayload(const GuardContext &g, Token offered) {
     TupleDesc desc = RelationGetDescr(g.rel);
     for (int attnum = 1; attnum <= desc->natts; ++attnum) {
@@ -402,83 +397,90 @@ void RequireTokenColumn(Relation rel, int attnum) {
     TupleDesc desc = RelationGetDescr(rel);
     if (attnum > desc->natts || TupleDescAttr(desc, attnum - 1)->attisdropped)
         BadGuard(rel, "its token column is gone");
-    // Tokens are fencing_token or bigint, judged by type OID. A column whose
-    // type was since changed is refused rather than misread.
     if (!IsTokenColumnType(TupleDescAttr(desc, attnum - 1)->atttypid))
         BadGuard(rel, "its token column is no longer fencing_token or bigint");
 }
 
-// Which token the write offers, and where from: the token column the
-// statement wrote, or fencing.token (or the running fenced_*() call's). Raises
-// for conflicting tokens, a required token that is missing, a negative one,
-// and a write that would clear the token column.
-OfferedToken ResolveOffer(const GuardContext &g) {
-    TupleDesc desc = RelationGetDescr(g.rel);
+// The token a write to home_relid carries from outside the statement. Inside
+// the fenced call scope (pg/guard/fenced_call.hpp) every write to the call's
+// table, a trigger's included, carries the call's token; otherwise
+// fencing.token does.
+bool CarriedToken(Oid home_relid, Token *out) {
+    if (FencedCallToken(home_relid, out))
+        return true;
+    return TokenSetting(out);
+}
+
+// The facts the offer rule (core/offer_rule.hpp) decides on.
+OfferFacts GatherOfferFacts(const GuardContext &g, bool session_set) {
     int attnum = g.policy.token_attnum;
-    // Does the statement itself carry a token in the column? For UPDATE that
-    // means the column is a SET target (even to the same value) or its value
-    // changed; for INSERT, a non-NULL value.
-    bool column_carried = false;
-    Token session_token;
-    bool session_set = SessionToken(g.policy.home_relid, &session_token);
-    if (g.event == RowEvent::kInsert) {
-        // Under fencing.token, a value the column's DEFAULT filled in is not
-        // the statement offering a token (a trigger cannot tell a default from
-        // a written value, so with a DEFAULT the session token decides).
-        column_carried =
-            g.has_new_token && !(session_set && TupleDescAttr(desc, attnum - 1)->atthasdef);
-    } else if (g.event == RowEvent::kUpdate && g.has_new_token) {
-        // The echo rule: under fencing.token, an UPDATE that writes the row's
-        // current token back into the column (an ORM writing every column it
-        // read: Django's save(), Hibernate's full-row UPDATE) offers no token
-        // of its own. The session token is checked and stored. "Current" is
-        // the locked version the guard sees, so a value read before a newer
-        // write is no echo and still conflicts.
-        bool echo = session_set && g.has_old_token && g.new_token == g.old_token;
-        column_carried = !echo && (bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber,
-                                                 g.trigger->tg_updatedcols) ||
-                                   !g.has_old_token || g.new_token != g.old_token);
+    OfferFacts f;
+    f.event = g.event;
+    f.session_token = session_set;
+    f.column_value = g.has_new_token;
+    f.column_default = TupleDescAttr(RelationGetDescr(g.rel), attnum - 1)->atthasdef;
+    f.same_as_old = g.has_old_token && g.has_new_token && g.new_token == g.old_token;
+    f.named_in_set =
+        g.event == RowEvent::kUpdate &&
+        bms_is_member(attnum - FirstLowInvalidHeapAttributeNumber, g.trigger->tg_updatedcols);
+    return f;
+}
+
+[[noreturn]] void RefuseConflictingTokens(const GuardContext &g, Token session_token) {
+    ereport(ERROR,
+            (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+             errmsg("conflicting fencing tokens for table %s", HomeName(g)),
+             errdetail("The statement writes token " INT64_FORMAT
+                       " into token column %s but fencing.token is " INT64_FORMAT ".",
+                       g.new_token, ColumnForCaller(g, g.policy.token_attnum, "(not shown)"),
+                       session_token),
+             g.event == RowEvent::kUpdate
+                 ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
+                           "row's current token (an echo, which carries fencing.token) into "
+                           "the token column; re-read the row if it changed.")
+                 : 0,
+             HomeTable(g)));
+    pg_unreachable();
+}
+
+// A write that offers no token: refused where the policy requires one (unless
+// fencing_allow_unfenced() admits it), and it may not clear the token column.
+void RequireTokenlessWriteAllowed(const GuardContext &g) {
+    if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
+        CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
+        ereport(ERROR, (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+                        errmsg("table %s requires a fencing token", HomeName(g)),
+                        errdetail("Neither fencing.token is set nor does the statement write the "
+                                  "token column %s.",
+                                  ColumnForCaller(g, g.policy.token_attnum, "(not shown)")),
+                        errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
+                                "fenced_update(); the table's owner can allow unfenced writes for "
+                                "one transaction with fencing_allow_unfenced()."),
+                        HomeTable(g)));
     }
-    if (column_carried && g.new_token < 0)
+    if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
+        ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
+                        errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
+                        HomeTable(g)));
+}
+
+// Which token the write offers, and where from: the token column, when the
+// offer rule says the statement wrote it, or the carried token. Raises for
+// conflicting tokens, a required token that is missing, a negative one, and a
+// write that would clear the token column.
+OfferedToken ResolveOffer(const GuardContext &g) {
+    Token session_token;
+    bool session_set = CarriedToken(g.policy.home_relid, &session_token);
+    bool column_offers = ColumnOffersToken(GatherOfferFacts(g, session_set));
+    if (column_offers && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                         errmsg("fencing token " INT64_FORMAT " out of range", g.new_token),
                         errdetail("A fencing token cannot be negative."), HomeTable(g)));
-
     OfferedToken offered;
-    if (!ResolveOfferedToken(column_carried, g.new_token, session_set, session_token, &offered))
-        ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("conflicting fencing tokens for table %s", HomeName(g)),
-                 errdetail("The statement writes token " INT64_FORMAT
-                           " into token column %s but fencing.token is " INT64_FORMAT ".",
-                           g.new_token, ColumnForCaller(g, attnum, "(not shown)"), session_token),
-                 g.event == RowEvent::kUpdate
-                     ? errhint("Under fencing.token an UPDATE may write only fencing.token or the "
-                               "row's current token (an echo, which carries fencing.token) into "
-                               "the token column; re-read the row if it changed.")
-                     : 0,
-                 HomeTable(g)));
-
-    if (offered.source == TokenSource::kNone) {
-        if (g.policy.require_token && !UnfencedWritesAllowed(g.rel, g.policy.home_relid)) {
-            CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
-            ereport(ERROR,
-                    (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-                     errmsg("table %s requires a fencing token", HomeName(g)),
-                     errdetail("Neither fencing.token is set nor does the statement write the "
-                               "token column %s.",
-                               ColumnForCaller(g, attnum, "(not shown)")),
-                     errhint("SET LOCAL fencing.token inside BEGIN ... COMMIT, or use "
-                             "fenced_update(); the table's owner can allow unfenced writes for "
-                             "one transaction with fencing_allow_unfenced()."),
-                     HomeTable(g)));
-        }
-        if (g.event == RowEvent::kUpdate && g.has_old_token && !g.has_new_token)
-            ereport(ERROR,
-                    (errcode(ERRCODE_NOT_NULL_VIOLATION),
-                     errmsg("cannot clear the fencing token of a row of table %s", HomeName(g)),
-                     HomeTable(g)));
-    }
+    if (!ResolveOfferedToken(column_offers, g.new_token, session_set, session_token, &offered))
+        RefuseConflictingTokens(g, session_token);
+    if (offered.source == TokenSource::kNone)
+        RequireTokenlessWriteAllowed(g);
     return offered;
 }
 
@@ -596,29 +598,6 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
         g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
 }
 
-Datum Guard(FunctionCallInfo fcinfo) {
-    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
-                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
-    GuardContext g;
-    ReadFiring(td, &g);
-    // Before anything is written (a shared HWM raised, a tombstone left).
-    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
-    OfferedToken offered = ResolveOffer(g);
-    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
-    if (!admitted)
-        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
-    CountWrite(
-        StatsTarget(g),
-        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
-        offered.value);
-    if (g.event == RowEvent::kDelete)
-        return PointerGetDatum(g.old_row);
-    if (offered.source == TokenSource::kSession &&
-        (!g.has_new_token || g.new_token != offered.value))
-        return PointerGetDatum(WithToken(g, offered.value));
-    return PointerGetDatum(g.new_row);
-}
-
 // After the write: the key's tombstone once more, read with the latest
 // snapshot, now that the write has waited on the primary key index for any
 // transaction that held the key. A DELETE of the key that committed meanwhile
@@ -643,6 +622,36 @@ void RecheckWrittenRow(const GuardContext &g) {
         Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
 }
 
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing;
+using namespace fencing::pg;
+
+// The BEFORE ROW check of every write to a guarded relation.
+FENCING_FUNCTION(fencing_guard) {
+    TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
+                              "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
+    GuardContext g;
+    ReadFiring(td, &g);
+    // Before anything is written (a shared HWM raised, a tombstone left).
+    RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
+    OfferedToken offered = ResolveOffer(g);
+    bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
+    if (!admitted)
+        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
+    CountWrite(
+        StatsTarget(g),
+        offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
+        offered.value);
+    if (g.event == RowEvent::kDelete)
+        return PointerGetDatum(g.old_row);
+    if (offered.source == TokenSource::kSession &&
+        (!g.has_new_token || g.new_token != offered.value))
+        return PointerGetDatum(WithToken(g, offered.value));
+    return PointerGetDatum(g.new_row);
+}
+
 // AFTER INSERT (row scope): an INSERT that raced a DELETE of its key.
 //
 // AFTER UPDATE OF <primary key columns> (row scope, zz_fencing_move_recheck):
@@ -650,7 +659,7 @@ void RecheckWrittenRow(const GuardContext &g) {
 // the guard's check and the index insertion. UPDATEs that do not name a key
 // column queue no event; of those that do, only rows whose key changed read
 // the tombstone.
-Datum Recheck(FunctionCallInfo fcinfo) {
+FENCING_FUNCTION(fencing_recheck) {
     TriggerData *td = FiredAs(fcinfo, "fencing.recheck()", false, kOnInsert | kOnUpdate,
                               "an AFTER ROW trigger on INSERT or UPDATE");
     GuardContext g;
@@ -666,15 +675,4 @@ Datum Recheck(FunctionCallInfo fcinfo) {
     if (g.event == RowEvent::kInsert && g.has_new_token)
         NoteRowRaise(g, HwmKind::kRow, g.new_row, g.new_token);
     return PointerGetDatum(nullptr);
-}
-
-}  // namespace
-}  // namespace fencing::pg
-
-FENCING_FUNCTION(fencing_recheck) {
-    return fencing::pg::Recheck(fcinfo);
-}
-
-FENCING_FUNCTION(fencing_guard) {
-    return fencing::pg::Guard(fcinfo);
 }

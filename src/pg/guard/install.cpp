@@ -1,7 +1,7 @@
 #include "pg/guard/install.hpp"
 
-#include "pg/guard/integrity.hpp"
 #include "pg/guard/move_recheck.hpp"
+#include "pg/guard/triggers.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/tombstone_key.hpp"
 
@@ -22,25 +22,6 @@ extern "C" {
 
 namespace fencing::pg {
 
-namespace {
-
-bool HasPrefix(const char *tgname, const char *name) {
-    size_t n = strlen(name);
-    return strncmp(tgname, name, n) == 0 && tgname[n] == '_';
-}
-
-}  // namespace
-
-bool IsGuardTrigger(const char *tgname) {
-    return HasPrefix(tgname, kGuardName);
-}
-bool IsRecheckTrigger(const char *tgname) {
-    return HasPrefix(tgname, kRecheckName);
-}
-bool IsMoveRecheckTrigger(const char *tgname) {
-    return HasPrefix(tgname, kMoveRecheckName);
-}
-
 List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
     if (get_rel_relkind(relid) != RELKIND_PARTITIONED_TABLE)
         return list_make1_oid(relid);
@@ -54,7 +35,6 @@ List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
     return leaves;
 }
 
-// The guard's decoded policy on a guarded relation, if it has one.
 bool GuardPolicy(Oid leaf, Policy *policy) {
     Relation rel = table_open(leaf, AccessShareLock);
     bool found = false;
@@ -66,6 +46,18 @@ bool GuardPolicy(Oid leaf, Policy *policy) {
     }
     table_close(rel, AccessShareLock);
     return found;
+}
+
+Policy LeafPolicy(const ProtectedRow &row, int token_attnum, int resource_attnum) {
+    Policy policy;
+    policy.home_relid = row.relid;
+    policy.token_attnum = token_attnum;
+    policy.scope = row.scope;
+    policy.on_stale = row.on_stale;
+    policy.strict = row.strict;
+    policy.require_token = row.require_token;
+    policy.resource_attnum = row.scope == Scope::kResource ? resource_attnum : 0;
+    return policy;
 }
 
 int RequireColumn(Oid relid, const char *column, const char *what) {
@@ -92,10 +84,7 @@ void RemoveGuard(Oid relid) {
     List *guards = NIL;
     TriggerDesc *desc = rel->trigdesc;
     for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i)
-        if (IsGuardTrigger(desc->triggers[i].tgname) ||
-            IsRecheckTrigger(desc->triggers[i].tgname) ||
-            IsMoveRecheckTrigger(desc->triggers[i].tgname) ||
-            IsTruncateGuardTrigger(desc->triggers[i].tgname))
+        if (IsFencingTriggerName(desc->triggers[i].tgname))
             guards = lappend_oid(guards, desc->triggers[i].tgoid);
     table_close(rel, NoLock);
     ListCell *lc;
@@ -106,21 +95,35 @@ void RemoveGuard(Oid relid) {
     }
 }
 
+// The BEFORE TRUNCATE trigger, named for the scope. A no-op when the
+// installed extension script has no fencing.truncate_guard().
+void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
+    Oid fn = FencingFunctionOid("truncate_guard");
+    if (!OidIsValid(fn))
+        return;
+    CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+    stmt->trigname = TruncateGuardName(row.scope, leaf);
+    stmt->relation =
+        makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
+    stmt->funcname =
+        list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("truncate_guard")));
+    stmt->row = false;
+    stmt->timing = TRIGGER_TYPE_BEFORE;
+    stmt->events = TRIGGER_TYPE_TRUNCATE;
+    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, fn, InvalidOid, nullptr,
+                  false, false);
+}
+
 void InstallGuard(Oid leaf, const ProtectedRow &row) {
     RequireNoLateTrigger(leaf);
     // Every path that fences a table in row scope comes here (protect,
     // auto-protection, partitions, restore, DDL on a protected table).
     if (row.scope == Scope::kRow)
         RequireCanonicalRowKeyOf(leaf);
-    Policy policy;
-    policy.home_relid = row.relid;
-    policy.token_attnum = RequireColumn(leaf, row.token_column, "token");
-    policy.scope = row.scope;
-    policy.on_stale = row.on_stale;
-    policy.strict = row.strict;
-    policy.require_token = row.require_token;
-    policy.resource_attnum =
+    int token_attnum = RequireColumn(leaf, row.token_column, "token");
+    int resource_attnum =
         row.scope == Scope::kResource ? RequireColumn(leaf, row.resource_column, "resource") : 0;
+    Policy policy = LeafPolicy(row, token_attnum, resource_attnum);
     char encoded[kPolicyTextCapacity];
     EncodePolicy(policy, encoded);
 
@@ -146,7 +149,7 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, FencingFunction("guard"),
                   InvalidOid, nullptr, false, false);
     if (row.scope == Scope::kRow) {
-        // Row scope: the AFTER INSERT tombstone recheck (see fence_trigger.cpp).
+        // Row scope: the AFTER INSERT tombstone recheck (fencing.recheck()).
         CreateTrigStmt *recheck = static_cast<CreateTrigStmt *>(copyObjectImpl(stmt));
         recheck->trigname = GuardTriggerName(kRecheckName, leaf);
         recheck->funcname =
@@ -162,8 +165,6 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
 
 }  // namespace
 
-// Makes the guards of relid match its row in fencing.protected (or removes
-// them when there is none). Inside an internal session.
 void RefuseForeignPartition(Oid relid) {
     ereport(ERROR,
             (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),

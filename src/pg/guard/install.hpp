@@ -1,15 +1,9 @@
-// Installing the guards: the triggers that fence a protected table (or each
-// leaf partition of a protected partitioned table). They are ordinary
-// triggers, so pg_dump and pg_upgrade keep them, named "<prefix>_<leaf oid>":
-//   zz_fencing_guard         BEFORE ROW INSERT/UPDATE/DELETE: the check
-//   zz_fencing_recheck       AFTER ROW INSERT (row scope): racing deletes
-//   zz_fencing_move_recheck  AFTER ROW UPDATE OF <key> (row scope): key moves
-//   zz_fencing_truncate      BEFORE TRUNCATE (row scope): tombstones
-//   zz_fencing_truncate_check BEFORE TRUNCATE (resource, table scope): refused
-//                            on a subscriber, as in row scope
-// The names sort after ordinary ones: user BEFORE ROW triggers that change NEW
-// run before the check sees it (and none may sort after it:
-// pg/guard/integrity.hpp).
+// The guard folder owns the triggers that fence every write to a protected
+// table: installing them, judging each row, and keeping them intact.
+//
+// Installing the guards: the triggers (pg/guard/triggers.hpp) on a protected
+// table, or on each leaf partition of a protected partitioned table, made to
+// match the table's row in fencing.protected.
 #pragma once
 
 #include "core/policy.hpp"
@@ -23,18 +17,15 @@ extern "C" {
 
 namespace fencing::pg {
 
-inline constexpr const char *kGuardName = "zz_fencing_guard";
-inline constexpr const char *kRecheckName = "zz_fencing_recheck";
-inline constexpr const char *kMoveRecheckName = "zz_fencing_move_recheck";
-bool IsGuardTrigger(const char *tgname);
-bool IsRecheckTrigger(const char *tgname);
-bool IsMoveRecheckTrigger(const char *tgname);
-
 // The relations that carry guards: the table itself, or every leaf partition.
 List *GuardedRelations(Oid relid, LOCKMODE lockmode);
 
 // The decoded policy of the guard on a guarded relation, if it has one.
 bool GuardPolicy(Oid leaf, Policy *policy);
+
+// The policy row's guard on leaf judges by: its columns are the leaf's
+// token_attnum and (resource scope) resource_attnum.
+Policy LeafPolicy(const ProtectedRow &row, int token_attnum, int resource_attnum);
 
 // A column's attnum; 42703 when missing, 42P10 for a system column.
 int RequireColumn(Oid relid, const char *column, const char *what);

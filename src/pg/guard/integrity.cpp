@@ -1,10 +1,21 @@
-// Guard integrity: see guard_integrity.hpp.
-#include "pg/guard/integrity.hpp"
-
+// Guard integrity: the guards of a table listed in fencing.protected stay
+// installed, enabled and current.
+//  * A dumped guard that arrives in a normal restore (new OIDs, maybe new
+//    attnums) is replaced by guards installed from the table's policy;
+//    pg_upgrade keeps OIDs and attnums and carries the guards over as they are.
+//  * DDL on the guards is refused (ALTER TRIGGER ... RENAME, ALTER TABLE ...
+//    DISABLE TRIGGER, CREATE OR REPLACE) or undone (DROP TRIGGER), and no
+//    BEFORE ROW trigger that sorts after the guard may be added to a fenced
+//    table: the event trigger fencing.on_guard_ddl.
+//  * fencing.truncate_guard(): on a subscriber, TRUNCATE of a replicated table
+//    is refused; in row scope every row leaves a tombstone.
+//  * fencing.guard_status() / fencing_verify_guards() report and repair.
 #include "core/policy.hpp"
 #include "pg/base/boundary.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/guard/triggers.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
@@ -43,122 +54,7 @@ extern "C" {
 
 namespace fencing::pg {
 
-bool IsTruncateGuardTrigger(const char *tgname) {
-    size_t n = strlen(kTruncateName);
-    return strncmp(tgname, kTruncateName, n) == 0 && tgname[n] == '_';
-}
-
-char *GuardTriggerName(const char *prefix, Oid leaf) {
-    return psprintf("%s_%u", prefix, leaf);
-}
-
 namespace {
-
-// The truncate trigger's name on leaf for its scope.
-char *TruncateGuardName(Scope scope, Oid leaf) {
-    return GuardTriggerName(scope == Scope::kRow ? kTruncateName : kTruncateCheckName, leaf);
-}
-
-// fencing.<name>() with no arguments; InvalidOid when absent (1.0 SQL). Read
-// from the catalog, not looked up by name: the caller may lack USAGE on fencing.
-Oid FencingFunctionOid(const char *name) {
-    Oid schema = get_namespace_oid("fencing", true);
-    if (!OidIsValid(schema))
-        return InvalidOid;
-    return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum(name),
-                           PointerGetDatum(buildoidvector(nullptr, 0)), ObjectIdGetDatum(schema));
-}
-
-struct FencingFunctions {
-    Oid guard;
-    Oid recheck;
-    Oid truncate;
-};
-
-FencingFunctions LookupFencingFunctions() {
-    return {FencingFunctionOid("guard"), FencingFunctionOid("recheck"),
-            FencingFunctionOid("truncate_guard")};
-}
-
-bool IsFencingFunction(const FencingFunctions &fns, Oid fn) {
-    return OidIsValid(fn) && (fn == fns.guard || fn == fns.recheck || fn == fns.truncate);
-}
-
-bool IsFencingTriggerName(const char *name) {
-    return IsGuardTrigger(name) || IsRecheckTrigger(name) || IsMoveRecheckTrigger(name) ||
-           IsTruncateGuardTrigger(name);
-}
-
-// One row of pg_trigger, as far as guard integrity cares.
-struct TriggerInfo {
-    Oid oid;
-    NameData name;
-    Oid fn;
-    int16 type;
-    char enabled;
-    bool internal;
-    int nargs;
-    char *args[2];
-};
-
-// The triggers of a relation, read from pg_trigger (no lock on the relation).
-int ReadTriggers(Oid relid, TriggerInfo **out) {
-    Relation tgrel = table_open(TriggerRelationId, AccessShareLock);
-    ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_trigger_tgrelid, BTEqualStrategyNumber, F_OIDEQ,
-                ObjectIdGetDatum(relid));
-    SysScanDesc scan = systable_beginscan(tgrel, TriggerRelidNameIndexId, true, nullptr, 1, &key);
-    int count = 0, capacity = 8;
-    auto *infos = static_cast<TriggerInfo *>(palloc0(sizeof(TriggerInfo) * capacity));
-    HeapTuple tup;
-    while ((tup = systable_getnext(scan)) != nullptr) {
-        auto *t = reinterpret_cast<Form_pg_trigger>(GETSTRUCT(tup));
-        if (count == capacity) {
-            capacity *= 2;
-            infos = static_cast<TriggerInfo *>(repalloc(infos, sizeof(TriggerInfo) * capacity));
-        }
-        TriggerInfo *info = &infos[count++];
-        memset(info, 0, sizeof(*info));
-        info->oid = t->oid;
-        info->name = t->tgname;
-        info->fn = t->tgfoid;
-        info->type = t->tgtype;
-        info->enabled = t->tgenabled;
-        info->internal = t->tgisinternal;
-        info->nargs = t->tgnargs;
-        bool isnull;
-        Datum args = heap_getattr(tup, Anum_pg_trigger_tgargs, RelationGetDescr(tgrel), &isnull);
-        if (!isnull) {
-            bytea *bytes = DatumGetByteaPP(args);
-            const char *p = VARDATA_ANY(bytes);
-            const char *end = p + VARSIZE_ANY_EXHDR(bytes);
-            for (int i = 0; i < info->nargs && i < 2 && p < end; ++i) {
-                info->args[i] = pstrdup(p);
-                p += strlen(p) + 1;
-            }
-        }
-    }
-    systable_endscan(scan);
-    table_close(tgrel, AccessShareLock);
-    *out = infos;
-    return count;
-}
-
-bool Enabled(const TriggerInfo &t) {
-    return t.enabled == TRIGGER_FIRES_ON_ORIGIN || t.enabled == TRIGGER_FIRES_ALWAYS;
-}
-
-// A BEFORE ROW trigger on INSERT or UPDATE can change the token column.
-bool ChangesRows(int16 type) {
-    return TRIGGER_FOR_ROW(type) && TRIGGER_FOR_BEFORE(type) &&
-           (TRIGGER_FOR_INSERT(type) || TRIGGER_FOR_UPDATE(type));
-}
-
-// Triggers fire in name order (bytewise): one named after the guard runs after
-// the check and could change the token it judged.
-bool SortsAfterGuard(const char *name) {
-    return strcmp(name, kGuardName) > 0;
-}
 
 // Whether the relation (or, when partitioned, any leaf) carries a fencing trigger.
 bool CarriesGuard(Oid relid, const FencingFunctions &fns) {
@@ -188,7 +84,6 @@ Oid PolicyHolder(Oid relid, ProtectedRow *row) {
     return InvalidOid;
 }
 
-// What is wrong with the fencing triggers of one guarded relation.
 bool LeafHasPrimaryKey(Oid leaf) {
     Relation rel = table_open(leaf, AccessShareLock);
     PrimaryKey pk;
@@ -197,76 +92,118 @@ bool LeafHasPrimaryKey(Oid leaf) {
     return has;
 }
 
-void CheckLeaf(Oid leaf, const ProtectedRow &row, const FencingFunctions &fns, StringInfo out) {
-    auto problem = [&](const char *what, const char *name) {
-        if (out->len > 0)
-            appendStringInfoString(out, "; ");
-        appendStringInfo(out, "%s: %s%s%s%s", RelName(leaf), what, name ? " \"" : "",
-                         name ? name : "", name ? "\"" : "");
-    };
-    Policy policy;
-    policy.home_relid = row.relid;
-    policy.token_attnum = get_attnum(leaf, row.token_column);
-    policy.scope = row.scope;
-    policy.on_stale = row.on_stale;
-    policy.strict = row.strict;
-    policy.require_token = row.require_token;
-    policy.resource_attnum =
-        row.scope == Scope::kResource ? get_attnum(leaf, row.resource_column) : 0;
-    if (policy.token_attnum <= 0 || policy.resource_attnum < 0 ||
-        (row.scope == Scope::kResource && policy.resource_attnum == 0)) {
-        problem("policy column missing", nullptr);
-        return;
-    }
+// One guarded relation's check against its policy: what its guard's
+// arguments must be, and which fencing triggers were found.
+struct LeafCheck {
+    Oid leaf;
+    const ProtectedRow *row;
+    const FencingFunctions *fns;
+    StringInfo out;  // the problems, "; "-separated
     char expected[kPolicyTextCapacity];
-    EncodePolicy(policy, expected);
-    const char *expected_ns = row.scope == Scope::kResource ? row.resource_namespace : "";
-    char *guard_name = GuardTriggerName(kGuardName, leaf);
+    const char *expected_ns;
+    char *guard_name;
+    bool guard, recheck, move_recheck, truncate;
+};
 
-    TriggerInfo *triggers;
-    int n = ReadTriggers(leaf, &triggers);
-    bool guard = false, recheck = false, move_recheck = false, truncate = false;
+void Problem(const LeafCheck &c, const char *what, const char *name) {
+    if (c.out->len > 0)
+        appendStringInfoString(c.out, "; ");
+    appendStringInfo(c.out, "%s: %s%s%s%s", RelName(c.leaf), what, name ? " \"" : "",
+                     name ? name : "", name ? "\"" : "");
+}
+
+// The guard's expected arguments; false (a problem) when a policy column is
+// missing from the leaf.
+bool ExpectGuardArguments(LeafCheck *c) {
+    const ProtectedRow &row = *c->row;
+    int token_attnum = get_attnum(c->leaf, row.token_column);
+    int resource_attnum =
+        row.scope == Scope::kResource ? get_attnum(c->leaf, row.resource_column) : 0;
+    if (token_attnum <= 0 || resource_attnum < 0 ||
+        (row.scope == Scope::kResource && resource_attnum == 0)) {
+        Problem(*c, "policy column missing", nullptr);
+        return false;
+    }
+    EncodePolicy(LeafPolicy(row, token_attnum, resource_attnum), c->expected);
+    c->expected_ns = row.scope == Scope::kResource ? row.resource_namespace : "";
+    c->guard_name = GuardTriggerName(kGuardName, c->leaf);
+    return true;
+}
+
+void CheckGuard(LeafCheck *c, const TriggerInfo &t) {
     const int16 guard_type = TRIGGER_TYPE_ROW | TRIGGER_TYPE_BEFORE | TRIGGER_TYPE_INSERT |
                              TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
-    for (int i = 0; i < n; ++i) {
-        const TriggerInfo &t = triggers[i];
-        const char *name = NameStr(t.name);
-        if (t.fn == fns.guard && OidIsValid(t.fn)) {
-            guard = true;
-            if (!Enabled(t))
-                problem("guard disabled", name);
-            else if (t.internal)
-                problem("internal guard (pg_dump and pg_upgrade drop it)", name);
-            else if (strcmp(name, guard_name) != 0 || t.type != guard_type || t.nargs != 2 ||
-                     t.args[0] == nullptr || strcmp(t.args[0], expected) != 0 ||
-                     t.args[1] == nullptr || strcmp(t.args[1], expected_ns) != 0)
-                problem("stale guard", name);
-        } else if (t.fn == fns.recheck && OidIsValid(t.fn)) {
-            // The AFTER INSERT recheck, or the AFTER UPDATE OF <key> one.
-            if (TRIGGER_FOR_UPDATE(t.type))
-                move_recheck = true;
-            else
-                recheck = true;
-            if (!Enabled(t) || t.internal)
-                problem(t.internal ? "internal recheck trigger" : "recheck trigger disabled", name);
-        } else if (t.fn == fns.truncate && OidIsValid(t.fn)) {
-            truncate = true;
-            if (!Enabled(t))
-                problem("truncate trigger disabled", name);
-            else if (strcmp(name, TruncateGuardName(row.scope, leaf)) != 0)
-                problem("stale truncate trigger", name);
-        } else if (Enabled(t) && ChangesRows(t.type) && strcmp(name, guard_name) > 0) {
-            problem("trigger runs after the guard and can change the token:", name);
-        }
-    }
-    if (!guard)
-        problem("guard missing", nullptr);
-    if (row.scope == Scope::kRow && !recheck)
-        problem("recheck trigger missing", nullptr);
-    if (row.scope == Scope::kRow && !move_recheck && LeafHasPrimaryKey(leaf))
-        problem("key-move recheck trigger missing", nullptr);
-    if (OidIsValid(fns.truncate) && !truncate)
-        problem("truncate trigger missing", nullptr);
+    const char *name = NameStr(t.name);
+    c->guard = true;
+    if (!TriggerEnabled(t))
+        Problem(*c, "guard disabled", name);
+    else if (t.internal)
+        Problem(*c, "internal guard (pg_dump and pg_upgrade drop it)", name);
+    else if (strcmp(name, c->guard_name) != 0 || t.type != guard_type || t.nargs != 2 ||
+             t.args[0] == nullptr || strcmp(t.args[0], c->expected) != 0 || t.args[1] == nullptr ||
+             strcmp(t.args[1], c->expected_ns) != 0)
+        Problem(*c, "stale guard", name);
+}
+
+// The AFTER INSERT recheck, or the AFTER UPDATE OF <key> one.
+void CheckRecheck(LeafCheck *c, const TriggerInfo &t) {
+    if (TRIGGER_FOR_UPDATE(t.type))
+        c->move_recheck = true;
+    else
+        c->recheck = true;
+    if (!TriggerEnabled(t) || t.internal)
+        Problem(*c, t.internal ? "internal recheck trigger" : "recheck trigger disabled",
+                NameStr(t.name));
+}
+
+void CheckTruncate(LeafCheck *c, const TriggerInfo &t) {
+    const char *name = NameStr(t.name);
+    c->truncate = true;
+    if (!TriggerEnabled(t))
+        Problem(*c, "truncate trigger disabled", name);
+    else if (strcmp(name, TruncateGuardName(c->row->scope, c->leaf)) != 0)
+        Problem(*c, "stale truncate trigger", name);
+}
+
+void CheckTrigger(LeafCheck *c, const TriggerInfo &t) {
+    const FencingFunctions &fns = *c->fns;
+    if (t.fn == fns.guard && OidIsValid(t.fn))
+        CheckGuard(c, t);
+    else if (t.fn == fns.recheck && OidIsValid(t.fn))
+        CheckRecheck(c, t);
+    else if (t.fn == fns.truncate && OidIsValid(t.fn))
+        CheckTruncate(c, t);
+    else if (TriggerEnabled(t) && CanChangeRows(t.type) &&
+             strcmp(NameStr(t.name), c->guard_name) > 0)
+        Problem(*c, "trigger runs after the guard and can change the token:", NameStr(t.name));
+}
+
+void ReportMissingTriggers(const LeafCheck &c) {
+    Scope scope = c.row->scope;
+    if (!c.guard)
+        Problem(c, "guard missing", nullptr);
+    if (scope == Scope::kRow && !c.recheck)
+        Problem(c, "recheck trigger missing", nullptr);
+    if (scope == Scope::kRow && !c.move_recheck && LeafHasPrimaryKey(c.leaf))
+        Problem(c, "key-move recheck trigger missing", nullptr);
+    if (OidIsValid(c.fns->truncate) && !c.truncate)
+        Problem(c, "truncate trigger missing", nullptr);
+}
+
+// What is wrong with the fencing triggers of one guarded relation, appended
+// to out.
+void CheckLeaf(Oid leaf, const ProtectedRow &row, const FencingFunctions &fns, StringInfo out) {
+    LeafCheck c = {};
+    c.leaf = leaf;
+    c.row = &row;
+    c.fns = &fns;
+    c.out = out;
+    if (!ExpectGuardArguments(&c))
+        return;
+    TriggerInfo *triggers;
+    int n = ReadTriggers(leaf, &triggers);
+    for (int i = 0; i < n; ++i) CheckTrigger(&c, triggers[i]);
+    ReportMissingTriggers(c);
 }
 
 // NULL when relid is not protected or its guards match its policy; else what
@@ -294,16 +231,6 @@ bool RepairGuards(Oid relid) {
                "UPDATE fencing.protected SET relid = relid"
                " WHERE relid OPERATOR(pg_catalog.=) $1",
                1, types, values, nullptr, false) > 0;
-}
-
-[[noreturn]] void RefuseLateTrigger(const char *trigname, Oid relid) {
-    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                    errmsg("trigger \"%s\" would run after the fencing guard of table %s", trigname,
-                           RelName(relid)),
-                    errdetail("BEFORE ROW triggers fire in name order; one whose name sorts after "
-                              "\"%s\" could change the token after the guard has judged it.",
-                              kGuardName),
-                    errhint("Choose a name that sorts before \"%s\".", kGuardName)));
 }
 
 [[noreturn]] void RefuseGuardDdl(const char *what, Oid relid) {
@@ -335,20 +262,11 @@ bool RepairGuards(Oid relid) {
                      "fencing_publish() (docs/logical-replication.md).")));
 }
 
-const TriggerInfo *FindTrigger(TriggerInfo *triggers, int n, const char *name) {
-    for (int i = 0; i < n; ++i)
-        if (strcmp(NameStr(triggers[i].name), name) == 0)
-            return &triggers[i];
-    return nullptr;
-}
-
 void BeforeCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
     Oid relid = RangeVarGetRelid(stmt->relation, NoLock, true);
     if (!OidIsValid(relid))
         return;
-    TriggerInfo *triggers;
-    int n = ReadTriggers(relid, &triggers);
-    const TriggerInfo *existing = FindTrigger(triggers, n, stmt->trigname);
+    const TriggerInfo *existing = ReadTrigger(relid, stmt->trigname);
     Oid fn = LookupFuncName(stmt->funcname, 0, nullptr, true);
     if (IsFencingFunction(fns, fn)) {
         // A guard from a dump (normal restore: another OID, other attnums).
@@ -439,7 +357,7 @@ void AfterDropTrigger(DropStmt *stmt) {
 
 // fencing.protected's own triggers install the guards of the tables it lists.
 bool IsPolicyTable(Oid relid) {
-    Oid schema = get_namespace_oid("fencing", true);
+    Oid schema = ExtensionSchemaOid(true);
     return OidIsValid(schema) && relid == get_relname_relid("protected", schema);
 }
 
@@ -468,9 +386,7 @@ void BeforeAlterTable(AlterTableStmt *stmt, const FencingFunctions &fns) {
             case AT_DisableTrig:
             case AT_EnableReplicaTrig:
             case AT_EnableAlwaysTrig: {
-                TriggerInfo *triggers;
-                int n = ReadTriggers(relid, &triggers);
-                const TriggerInfo *t = FindTrigger(triggers, n, cmd->name);
+                const TriggerInfo *t = ReadTrigger(relid, cmd->name);
                 if (t != nullptr && IsFencingFunction(fns, t->fn)) {
                     if (cmd->subtype == AT_DisableTrig)
                         RefuseGuardDdl("disable", relid);
@@ -489,14 +405,12 @@ void BeforeRenameTrigger(RenameStmt *stmt, const FencingFunctions &fns) {
     Oid relid = RangeVarGetRelid(stmt->relation, NoLock, true);
     if (!OidIsValid(relid))
         return;
-    TriggerInfo *triggers;
-    int n = ReadTriggers(relid, &triggers);
-    const TriggerInfo *t = FindTrigger(triggers, n, stmt->subname);
+    const TriggerInfo *t = ReadTrigger(relid, stmt->subname);
     if (t == nullptr)
         return;
     if (IsFencingFunction(fns, t->fn))
         RefuseGuardDdl("rename", relid);
-    if (Enabled(*t) && ChangesRows(t->type) && SortsAfterGuard(stmt->newname) &&
+    if (TriggerEnabled(*t) && CanChangeRows(t->type) && SortsAfterGuard(stmt->newname) &&
         CarriesGuard(relid, fns))
         RefuseLateTrigger(stmt->newname, relid);
 }
@@ -512,10 +426,7 @@ void BeforeDependsOnExtension(AlterObjectDependsStmt *stmt, const FencingFunctio
     if (!OidIsValid(relid))
         return;
     if (stmt->objectType == OBJECT_TRIGGER) {
-        TriggerInfo *triggers;
-        int n = ReadTriggers(relid, &triggers);
-        const TriggerInfo *t =
-            FindTrigger(triggers, n, strVal(llast(castNode(List, stmt->object))));
+        const TriggerInfo *t = ReadTrigger(relid, strVal(llast(castNode(List, stmt->object))));
         if (t != nullptr && IsFencingFunction(fns, t->fn))
             RefuseGuardDdl("make an extension own", relid);
     } else if (stmt->objectType == OBJECT_INDEX) {
@@ -537,35 +448,6 @@ void BeforeDependsOnExtension(AlterObjectDependsStmt *stmt, const FencingFunctio
 }
 
 }  // namespace
-
-void RequireNoLateTrigger(Oid leaf) {
-    FencingFunctions fns = LookupFencingFunctions();
-    TriggerInfo *triggers;
-    int n = ReadTriggers(leaf, &triggers);
-    for (int i = 0; i < n; ++i) {
-        const TriggerInfo &t = triggers[i];
-        if (!IsFencingFunction(fns, t.fn) && Enabled(t) && ChangesRows(t.type) &&
-            SortsAfterGuard(NameStr(t.name)))
-            RefuseLateTrigger(NameStr(t.name), leaf);
-    }
-}
-
-void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
-    Oid fn = FencingFunctionOid("truncate_guard");
-    if (!OidIsValid(fn))
-        return;
-    CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
-    stmt->trigname = TruncateGuardName(row.scope, leaf);
-    stmt->relation =
-        makeRangeVar(get_namespace_name(get_rel_namespace(leaf)), get_rel_name(leaf), -1);
-    stmt->funcname =
-        list_make2(makeString(pstrdup("fencing")), makeString(pstrdup("truncate_guard")));
-    stmt->row = false;
-    stmt->timing = TRIGGER_TYPE_BEFORE;
-    stmt->events = TRIGGER_TYPE_TRUNCATE;
-    CreateTrigger(stmt, nullptr, leaf, InvalidOid, InvalidOid, InvalidOid, fn, InvalidOid, nullptr,
-                  false, false);
-}
 
 }  // namespace fencing::pg
 
@@ -662,7 +544,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
     return PointerGetDatum(nullptr);
 }
 
-// Event trigger (1.1): ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,
+// Event trigger: ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,
 // ALTER TABLE; ddl_command_end on CREATE TRIGGER, DROP TRIGGER. Enabled ALWAYS,
 // so restores under session_replication_role = replica are covered too.
 FENCING_FUNCTION(fencing_on_guard_ddl) {

@@ -1,7 +1,6 @@
 #include "pg/guard/move_recheck.hpp"
 
-#include "pg/guard/integrity.hpp"
-#include "pg/guard/install.hpp"
+#include "pg/guard/triggers.hpp"
 #include "pg/keys/row_key.hpp"
 
 extern "C" {

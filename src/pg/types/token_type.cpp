@@ -51,7 +51,6 @@ Token ParseTokenOrError(const char *text) {
 namespace {
 
 Oid token_type_oid = InvalidOid;
-bool token_type_callback_registered = false;
 
 void ForgetTokenType(Datum, int, uint32) {
     token_type_oid = InvalidOid;
@@ -59,11 +58,11 @@ void ForgetTokenType(Datum, int, uint32) {
 
 }  // namespace
 
+void RegisterTokenTypeCallbacks() {
+    CacheRegisterSyscacheCallback(TYPEOID, ForgetTokenType, 0);
+}
+
 Oid FencingTokenTypeOid() {
-    if (!token_type_callback_registered) {
-        CacheRegisterSyscacheCallback(TYPEOID, ForgetTokenType, 0);
-        token_type_callback_registered = true;
-    }
     if (!OidIsValid(token_type_oid)) {
         Oid nsp = ExtensionSchema();
         if (OidIsValid(nsp))

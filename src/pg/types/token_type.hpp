@@ -1,3 +1,5 @@
+// The types folder owns the fencing_token type: its I/O and casts, and which
+// column types hold a token.
 #pragma once
 
 #include "core/token.hpp"
@@ -8,6 +10,9 @@ namespace fencing::pg {
 // Both raise the documented SQLSTATEs (22P02 syntax, 22003 range) on bad input.
 Token ParseTokenOrError(const char *text);
 Token TokenFromInt64(int64 value);
+
+// _PG_init: the pg_type callback that drops the cached type OID.
+void RegisterTokenTypeCallbacks();
 
 // The fencing_token type of the installed extension (cached; InvalidOid when
 // the extension is not installed in this database).
