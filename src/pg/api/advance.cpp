@@ -142,9 +142,7 @@ Datum AdvanceTable(FunctionCallInfo fcinfo) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     Token token = TokenArg(fcinfo, 1);
     // As writes: UPDATE on the table, checked as the caller.
-    if (pg_class_aclcheck(relid, GetUserId(), ACL_UPDATE) != ACLCHECK_OK)
-        aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
-                       get_rel_name(relid));
+    RequireRelationPrivilege(relid, ACL_UPDATE);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     bool has_key = !PG_ARGISNULL(2);

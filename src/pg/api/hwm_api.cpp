@@ -161,9 +161,7 @@ bool LiveRowToken(Oid relid, const ProtectedRow &row, const KeyValues &k, Token 
 Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
     // Privilege check and key conversion as the caller, before any elevation.
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
-    if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-        aclcheck_error(ACLCHECK_NO_PRIV, get_relkind_objtype(get_rel_relkind(relid)),
-                       get_rel_name(relid));
+    RequireRelationPrivilege(relid, ACL_SELECT);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     KeyValues k;
@@ -234,9 +232,7 @@ Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
 
 Datum ResetTable(FunctionCallInfo fcinfo) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
-    if (!pg_class_ownercheck(relid, GetUserId()))
-        aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
-                       get_rel_name(relid));
+    RequireRelationOwner(relid);
     const char *caller = GetUserNameFromId(GetUserId(), false);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);

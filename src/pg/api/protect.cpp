@@ -28,19 +28,13 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-void RequireOwner(Oid relid) {
-    if (!pg_class_ownercheck(relid, GetUserId()))
-        aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
-                       get_rel_name(relid));
-}
-
 void RequireTable(Oid relid) {
     char kind = get_rel_relkind(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
         ereport(ERROR,
                 (errcode(ERRCODE_WRONG_OBJECT_TYPE), errmsg("%s is not a table", RelName(relid)),
                  errdetail("Only ordinary and partitioned tables can be fenced.")));
-    if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
+    if (get_rel_namespace(relid) == ExtensionSchemaOid(true))
         ereport(ERROR,
                 (errcode(ERRCODE_WRONG_OBJECT_TYPE),
                  errmsg("cannot fence %s: it belongs to the fencing extension", RelName(relid))));
@@ -69,7 +63,7 @@ void RequirePolicyArg(FunctionCallInfo fcinfo, int n, const char *argname) {
 Datum Protect(FunctionCallInfo fcinfo) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireTable(relid);
-    RequireOwner(relid);
+    RequireRelationOwner(relid);
 
     ProtectedRow row;
     memset(&row, 0, sizeof(row));
@@ -203,7 +197,7 @@ FENCING_FUNCTION(fencing_protect) {
 
 FENCING_FUNCTION(fencing_unprotect) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
-    RequireOwner(relid);
+    RequireRelationOwner(relid);
     InternalSession access;
     BeginInternal(&access);
     ProtectedRow row;

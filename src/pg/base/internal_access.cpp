@@ -65,6 +65,10 @@ Oid ExtensionSchema() {
     return ExtensionSchemaOf("fencing");
 }
 
+Oid ExtensionSchemaOid(bool missing_ok) {
+    return get_namespace_oid("fencing", missing_ok);
+}
+
 Oid ExtensionSchemaOf(const char *extname) {
     Oid owner, schema;
     return ReadExtension(extname, &owner, &schema) ? schema : InvalidOid;

@@ -34,6 +34,10 @@ void EndInternal(const InternalSession *session);
 Oid ExtensionOwner();
 // The schema the extension's objects live in (InvalidOid when not installed).
 Oid ExtensionSchema();
+// The schema named fencing, looked up by name on every call (the extension
+// can be dropped and created again within a session); InvalidOid when absent
+// and missing_ok, else 3F000.
+Oid ExtensionSchemaOid(bool missing_ok);
 // The schema of the named extension (InvalidOid when it is not installed).
 Oid ExtensionSchemaOf(const char *extname);
 

@@ -1,11 +1,21 @@
 #include "pg/base/relation_args.hpp"
 
 extern "C" {
+#include "catalog/objectaddress.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 }
 
 namespace fencing::pg {
+namespace {
+
+void ReportRelationAcl(AclResult result, Oid relid) {
+    aclcheck_error(result, get_relkind_objtype(get_rel_relkind(relid)), get_rel_name(relid));
+}
+
+}  // namespace
 
 const char *RelName(Oid relid) {
     return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
@@ -21,6 +31,19 @@ Oid ExistingRelationArg(FunctionCallInfo fcinfo, int n, const char *argname) {
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                         errmsg("relation with OID %u does not exist", relid)));
     return relid;
+}
+
+void RequireRelationOwner(Oid relid) {
+    if (!pg_class_ownercheck(relid, GetUserId()))
+        ReportRelationAcl(ACLCHECK_NOT_OWNER, relid);
+}
+
+void RequireRelationPrivilege(Oid relid, AclMode mode, bool any_column) {
+    Oid user = GetUserId();
+    if (pg_class_aclcheck(relid, user, mode) == ACLCHECK_OK ||
+        (any_column && pg_attribute_aclcheck_all(relid, user, mode, ACLMASK_ANY) == ACLCHECK_OK))
+        return;
+    ReportRelationAcl(ACLCHECK_NO_PRIV, relid);
 }
 
 }  // namespace fencing::pg

@@ -19,7 +19,7 @@ namespace {
 // 1.1 keeps the owner as regrole; a library newer than the installed SQL
 // (1.0, before ALTER EXTENSION UPDATE) still finds a role name there.
 bool OwnerKeptByOid() {
-    Oid nsp = get_namespace_oid("fencing", false);
+    Oid nsp = ExtensionSchemaOid(false);
     Oid rel = get_relname_relid("resource_namespace", nsp);
     AttrNumber attnum = get_attnum(rel, "owner");
     return attnum != InvalidAttrNumber && get_atttype(rel, attnum) == REGROLEOID;
@@ -79,7 +79,7 @@ InternalStatement state_without_owner[2] = {
 #undef FENCING_STATE_WITHOUT_OWNER
 
 bool HasLeaseTable() {
-    return OidIsValid(get_relname_relid("lease", get_namespace_oid("fencing", false)));
+    return OidIsValid(get_relname_relid("lease", ExtensionSchemaOid(false)));
 }
 
 Oid StoredOwner(const char *name_space, bool lock) {

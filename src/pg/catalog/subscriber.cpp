@@ -11,6 +11,7 @@
 // cached.
 #include "pg/catalog/subscriber.hpp"
 
+#include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 
 extern "C" {
@@ -203,7 +204,7 @@ namespace {
 const char *StateTableSubscription(const char *state_table) {
     if (!AnyEnabledSubscription())
         return nullptr;
-    Oid nsp = get_namespace_oid("fencing", true);
+    Oid nsp = ExtensionSchemaOid(true);
     Oid relid = OidIsValid(nsp) ? get_relname_relid(state_table, nsp) : InvalidOid;
     if (!OidIsValid(relid))
         return nullptr;

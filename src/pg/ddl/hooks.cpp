@@ -90,7 +90,7 @@ void OnTableDdl(Oid relid) {
                  errhint("Use a regular table for rows whose writes must be fenced.")));
         return;
     }
-    if (get_rel_namespace(relid) == get_namespace_oid("fencing", true))
+    if (get_rel_namespace(relid) == ExtensionSchemaOid(true))
         return;
     ProtectedRow row;
     if (ReadProtectedRow(relid, &row)) {
@@ -195,7 +195,7 @@ FENCING_FUNCTION(fencing_protected_sync) {
     TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
     // Only as installed: AFTER ROW on fencing.protected (a superuser could
     // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
-    Oid nsp = get_namespace_oid("fencing", true);
+    Oid nsp = ExtensionSchemaOid(true);
     if (!TRIGGER_FIRED_AFTER(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
         TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) || !OidIsValid(nsp) ||
         RelationGetRelid(td->tg_relation) != get_relname_relid("protected", nsp))
