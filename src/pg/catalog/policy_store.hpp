@@ -8,6 +8,10 @@
 #include "core/policy.hpp"
 #include "pg/base/pg.hpp"
 
+extern "C" {
+#include "nodes/pg_list.h"
+}
+
 namespace fencing::pg {
 
 // A row of fencing.protected.
@@ -23,6 +27,10 @@ struct ProtectedRow {
 };
 
 bool ReadProtectedRow(Oid relid, ProtectedRow *row);
+// Every relid in fencing.protected, in OID order. The one function here that
+// opens an internal session of its own: the list is built in the caller's
+// memory context, which SPI_finish leaves intact.
+List *ProtectedRelids();
 // Inserts or replaces the row (fencing.protected_sync then installs guards).
 void WriteProtectedRow(const ProtectedRow &row);
 void DeleteProtectedRow(Oid relid);

@@ -11,6 +11,7 @@
 #include "pg/base/guc.hpp"
 #include "pg/ddl/partition_removal.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/catalog/policy_store.hpp"
 #include "pg/keys/row_key.hpp"
 
 extern "C" {
@@ -503,22 +504,7 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
     if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
         return;
-    // The list is read after SPI_finish, which frees SPI's procedure context:
-    // it is built in the caller's.
-    MemoryContext caller = CurrentMemoryContext;
-    InternalSession access;
-    BeginInternal(&access);
-    RunInternalSql("SELECT relid::pg_catalog.oid FROM fencing.protected", 0, nullptr, nullptr,
-                   nullptr, true);
-    List *fenced = NIL;
-    for (uint64 i = 0; i < SPI_processed; ++i) {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-        MemoryContext spi = MemoryContextSwitchTo(caller);
-        fenced = lappend_oid(fenced, DatumGetObjectId(d));
-        MemoryContextSwitchTo(spi);
-    }
-    EndInternal(&access);
+    List *fenced = ProtectedRelids();
     ListCell *lc, *leaf;
     foreach (lc, fenced) {
         if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))))

@@ -189,10 +189,7 @@ using namespace fencing::pg;
 
 // AFTER INSERT OR UPDATE OR DELETE ON fencing.protected, ENABLE ALWAYS.
 FENCING_FUNCTION(fencing_protected_sync) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.protected_sync() can only be called as a trigger")));
-    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerData *td = TriggerCallData(fcinfo, "fencing.protected_sync()");
     // Only as installed: AFTER ROW on fencing.protected (a superuser could
     // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
     Oid nsp = ExtensionSchemaOid(true);
