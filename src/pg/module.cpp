@@ -6,10 +6,24 @@
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
 #include "pg/guard/unfenced.hpp"
+#include "pg/api/leases.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/catalog/subscriber.hpp"
 
 extern "C" {
 #include "utils/guc.h"
+#include "utils/inval.h"
 }
+
+namespace {
+
+// The one relcache callback of the module (PostgreSQL allows 10 per backend,
+// for all extensions together): every per-relation cache is told here.
+void ForgetRelation(Datum, Oid relid) {
+    fencing::pg::ForgetReplicatedRelations(relid);
+}
+
+}  // namespace
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -22,4 +36,8 @@ void _PG_init(void) {
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterUnfencedCallbacks();
+    fencing::pg::RegisterInternalAccessCallbacks();
+    fencing::pg::RegisterSubscriberCallbacks();
+    fencing::pg::RegisterLeaseCallbacks();
+    CacheRegisterRelcacheCallback(ForgetRelation, 0);
 }

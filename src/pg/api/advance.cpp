@@ -14,7 +14,6 @@
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/resource_key.hpp"
-#include "pg/api/leases.hpp"
 #include "pg/catalog/namespaces.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/row_key.hpp"

@@ -28,17 +28,6 @@ extern "C" {
 }
 
 namespace fencing::pg {
-
-void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
-    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
-        // Claims it for the caller (or, when a concurrent claim won, checks
-        // the caller against its owner under the row lock).
-        JoinNamespace(name_space, caller);
-        return;
-    }
-    RequireNamespaceOwner(name_space, caller, action);
-}
-
 namespace {
 
 // objsubid of the advisory lock tags lease waiters hold ('DE'); user advisory
@@ -58,7 +47,6 @@ void LeaseLockTag(LOCKTAG *tag, const char *name_space, const char *resource) {
 
 // Lease changes of this transaction whose waiters must be woken at commit.
 List *pending_wakeups = NIL;  // of LOCKTAG *, in TopTransactionContext
-bool wake_callback_registered = false;
 
 void WakeWaiters(XactEvent event, void *) {
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
@@ -81,10 +69,6 @@ void WakeWaiters(XactEvent event, void *) {
 }
 
 void WakeWaitersAtCommit(const char *name_space, const char *resource) {
-    if (!wake_callback_registered) {
-        RegisterXactCallback(WakeWaiters, nullptr);
-        wake_callback_registered = true;
-    }
     MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
     auto *tag = static_cast<LOCKTAG *>(palloc(sizeof(LOCKTAG)));
     LeaseLockTag(tag, name_space, resource);
@@ -416,6 +400,11 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
 }
 
 }  // namespace
+
+void RegisterLeaseCallbacks() {
+    RegisterXactCallback(WakeWaiters, nullptr);
+}
+
 }  // namespace fencing::pg
 
 FENCING_FUNCTION(fencing_acquire) {

@@ -193,4 +193,14 @@ void RequireNamespaceOwner(const char *name_space, Oid role, const char *action)
          OidIsValid(owner) ? errdetail("The namespace belongs to role %s.", RoleName(owner)) : 0));
 }
 
+void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
+    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
+        // Claims it for the caller (or, when a concurrent claim won, checks
+        // the caller against its owner under the row lock).
+        JoinNamespace(name_space, caller);
+        return;
+    }
+    RequireNamespaceOwner(name_space, caller, action);
+}
+
 }  // namespace fencing::pg
