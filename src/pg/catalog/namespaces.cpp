@@ -16,8 +16,9 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// 1.1 keeps the owner as regrole; a library newer than the installed SQL
-// (1.0, before ALTER EXTENSION UPDATE) still finds a role name there.
+// Whether the owner is kept as a regrole. Before ALTER EXTENSION UPDATE the
+// installed SQL may still keep a role name there, and this library reads
+// either.
 bool OwnerKeptByOid() {
     Oid nsp = ExtensionSchemaOid(false);
     Oid rel = get_relname_relid("resource_namespace", nsp);
@@ -63,7 +64,7 @@ InternalStatement owner_claim[2] = {
 // Whether the namespace has no owner row but holds HWMs or leases: they came
 // from elsewhere (logical replication from a publisher that claimed it at run
 // time, where fencing.resource_namespace does not travel, or a partial
-// restore). [with_leases]: 1.0's SQL has no fencing.lease.
+// restore). [with_leases]: the installed SQL may predate fencing.lease.
 #define FENCING_STATE_WITHOUT_OWNER                                     \
     "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
     "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
