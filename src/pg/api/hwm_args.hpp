@@ -33,4 +33,22 @@ void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out);
 // the guard spells it (the column type's text output). Runs as the caller.
 char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key);
 
+// The key argument n for row's scope, read as the caller: the primary key's
+// values in row scope, the resource in resource scope, nothing in table
+// scope (whatever the argument holds). given: the argument is not NULL.
+struct TargetKey {
+    bool given;
+    KeyValues row;   // row scope, given
+    char *resource;  // resource scope, given
+};
+void ReadTargetKey(FunctionCallInfo fcinfo, int n, Oid relid, const ProtectedRow &row,
+                   TargetKey *out);
+// ReadTargetKey where a row- or resource-scope table needs the key: 22023
+// naming what to pass when it is NULL.
+void RequireTargetKey(FunctionCallInfo fcinfo, int n, Oid relid, const ProtectedRow &row,
+                      TargetKey *out);
+
+// The token argument n: 22004 when NULL.
+Token TokenArg(FunctionCallInfo fcinfo, int n);
+
 }  // namespace fencing::pg
