@@ -124,49 +124,52 @@ Oid NamespaceOwner(const char *name_space) {
     return StoredOwner(name_space, false);
 }
 
+namespace {
+
+// Claims an unclaimed namespace for table_owner, then reads its owner under
+// a row lock, so two first claims cannot both win.
+Oid ClaimNamespace(const char *name_space, Oid table_owner) {
+    // Claiming a namespace whose state came without its owner would let the
+    // first role to ask reset that state: only a superuser may give it an
+    // owner then.
+    Datum ns[] = {CStringGetTextDatum(name_space)};
+    if (!superuser_arg(table_owner) &&
+        RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("resource namespace %s has no owner here but holds high-water marks "
+                               "or leases",
+                               quote_literal_cstr(name_space)),
+                        errdetail("They came without their owner (logical replication or a partial "
+                                  "restore); claiming the namespace would let %s reset them.",
+                                  RoleName(table_owner)),
+                        errhint("A superuser can give it its owner: INSERT INTO "
+                                "fencing.resource_namespace (name, owner) VALUES (%s, '<role>').",
+                                quote_literal_cstr(name_space))));
+    bool by_oid = OwnerKeptByOid();
+    NameData owner_name;
+    namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));
+    Datum values[] = {CStringGetTextDatum(name_space),
+                      by_oid ? ObjectIdGetDatum(table_owner) : NameGetDatum(&owner_name)};
+    RunInternalStatement(&owner_claim[by_oid], values, nullptr);
+    Oid owner = StoredOwner(name_space, true);
+    // Its role was dropped: only a role with superuser rights may take it
+    // over, explicitly, since tables of the old owner may be in it.
+    if (!OidIsValid(owner))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("resource namespace %s belongs to a role that no longer exists",
+                               quote_literal_cstr(name_space)),
+                        errhint("A superuser can give it a new owner: UPDATE "
+                                "fencing.resource_namespace SET owner = '<role>' WHERE name = %s.",
+                                quote_literal_cstr(name_space))));
+    return owner;
+}
+
+}  // namespace
+
 void JoinNamespace(const char *name_space, Oid table_owner) {
-    Oid owner;
-    if (strcmp(name_space, kDefaultNamespace) == 0) {
-        owner = ExtensionOwner();
-    } else {
-        // Claim it if unclaimed; then read the owner under a row lock, so two
-        // first claims cannot both win.
-        // Claiming a namespace whose state came without its owner would let
-        // the first role to ask reset that state: only a superuser may give
-        // it an owner then.
-        Datum ns[] = {CStringGetTextDatum(name_space)};
-        if (!superuser_arg(table_owner) &&
-            RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("resource namespace %s has no owner here but holds high-water marks "
-                            "or leases",
-                            quote_literal_cstr(name_space)),
-                     errdetail("They came without their owner (logical replication or a partial "
-                               "restore); claiming the namespace would let %s reset them.",
-                               RoleName(table_owner)),
-                     errhint("A superuser can give it its owner: INSERT INTO "
-                             "fencing.resource_namespace (name, owner) VALUES (%s, '<role>').",
-                             quote_literal_cstr(name_space))));
-        bool by_oid = OwnerKeptByOid();
-        NameData owner_name;
-        namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));
-        Datum values[] = {CStringGetTextDatum(name_space),
-                          by_oid ? ObjectIdGetDatum(table_owner) : NameGetDatum(&owner_name)};
-        RunInternalStatement(&owner_claim[by_oid], values, nullptr);
-        owner = StoredOwner(name_space, true);
-        if (!OidIsValid(owner)) {
-            // Its role was dropped: only a role with superuser rights may take
-            // it over, explicitly, since tables of the old owner may be in it.
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("resource namespace %s belongs to a role that no longer exists",
-                            quote_literal_cstr(name_space)),
-                     errhint("A superuser can give it a new owner: UPDATE "
-                             "fencing.resource_namespace SET owner = '<role>' WHERE name = %s.",
-                             quote_literal_cstr(name_space))));
-        }
-    }
+    Oid owner = strcmp(name_space, kDefaultNamespace) == 0
+                    ? ExtensionOwner()
+                    : ClaimNamespace(name_space, table_owner);
     if (!has_privs_of_role(table_owner, owner))
         ereport(
             ERROR,

@@ -607,10 +607,11 @@ void CheckCreateLike(CreateStmt *stmt) {
 
 }  // namespace
 
-void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
-                      bool row_scope) {
-    // A token column as the resource would name a new resource with every
-    // new token: no write could be stale.
+namespace {
+
+// A token column as the resource would name a new resource with every new
+// token: no write could be stale.
+void RequireResourceNotToken(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum) {
     if (resource_attnum > 0 && resource_attnum == token_attnum)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("the resource column of %s cannot be its token column \"%s\"",
@@ -618,29 +619,36 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                         errdetail("Every write with a new token would name a new resource, so "
                                   "no write could ever be stale."),
                         errhint("Name the column that identifies the resource.")));
-    // The guard judges a column's value before the row is stored: a value
-    // computed later (generated, identity) would escape it.
+}
+
+// The guard judges a column's value before the row is stored: a value
+// computed later (generated, identity) would escape it.
+void RequireNoComputedColumns(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
+                              bool row_scope) {
     const char *why = ComputedColumn(relid, token_attnum, true);
     if (why != nullptr)
         RefuseComputed(relid, "token", token_attnum, why);
     if (resource_attnum > 0 && (why = ComputedColumn(relid, resource_attnum, false)) != nullptr)
         RefuseComputed(relid, "resource", resource_attnum, why);
-    if (row_scope) {
-        Relation rel = table_open(relid, AccessShareLock);
-        PrimaryKey pk;
-        bool has_pk = GetPrimaryKey(rel, &pk);
-        table_close(rel, AccessShareLock);
-        for (int i = 0; has_pk && i < pk.natts; ++i)
-            if ((why = ComputedColumn(relid, pk.attnums[i], false)) != nullptr)
-                RefuseComputed(relid, "primary key", pk.attnums[i], why);
-    }
-    // Writes through a parent reach its inheritance children's rows, which
-    // its guard does not judge.
-    if (get_rel_relkind(relid) == RELKIND_RELATION) {
-        List *children = find_inheritance_children(relid, NoLock);
-        if (children != NIL)
-            ereport(
-                ERROR,
+    if (!row_scope)
+        return;
+    Relation rel = table_open(relid, AccessShareLock);
+    PrimaryKey pk;
+    bool has_pk = GetPrimaryKey(rel, &pk);
+    table_close(rel, AccessShareLock);
+    for (int i = 0; has_pk && i < pk.natts; ++i)
+        if ((why = ComputedColumn(relid, pk.attnums[i], false)) != nullptr)
+            RefuseComputed(relid, "primary key", pk.attnums[i], why);
+}
+
+// Writes through a parent reach its inheritance children's rows, which its
+// guard does not judge.
+void RequireNoInheritanceChildren(Oid relid) {
+    if (get_rel_relkind(relid) != RELKIND_RELATION)
+        return;
+    List *children = find_inheritance_children(relid, NoLock);
+    if (children != NIL)
+        ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("table %s cannot be fenced: it has inheritance children", RelName(relid)),
                  errdetail("Writes through %s reach rows of %s, which its guard does not "
@@ -649,10 +657,11 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                  errhint("Use declarative partitioning (partitions take the parent's "
                          "policy), or create the column with fencing.auto_protect = off "
                          "and fence each table on its own.")));
-    }
-    RequireNoFencedAncestor(relid);
-    // An unlogged table (or partition) loses its rows, and the HWMs they
-    // carry, in a crash.
+}
+
+// An unlogged table (or partition) loses its rows, and the HWMs they carry,
+// in a crash.
+void RequireLogged(Oid relid) {
     ListCell *lc;
     foreach (lc, lappend_oid(GuardedRelations(relid, NoLock), relid)) {
         if (get_rel_persistence(lfirst_oid(lc)) == RELPERSISTENCE_UNLOGGED)
@@ -667,6 +676,17 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                      errhint("Keep fenced tables logged, or create the table with "
                              "fencing.auto_protect = off and leave it unfenced.")));
     }
+}
+
+}  // namespace
+
+void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
+                      bool row_scope) {
+    RequireResourceNotToken(relid, token_attnum, resource_attnum);
+    RequireNoComputedColumns(relid, token_attnum, resource_attnum, row_scope);
+    RequireNoInheritanceChildren(relid);
+    RequireNoFencedAncestor(relid);
+    RequireLogged(relid);
 }
 
 void RequireNoFencedAncestor(Oid relid) {
