@@ -1,3 +1,7 @@
+// pg/api owns the SQL functions clients call: fencing_protect, fenced DML,
+// reading, resetting and advancing high-water marks, and leases (see
+// README.md).
+//
 // Arguments of the functions that name a protected table and one of its HWMs
 // (fencing_high_water, fencing_reset, fencing_advance): the table's policy and
 // the key, converted to the key column types as the caller.

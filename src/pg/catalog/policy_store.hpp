@@ -1,3 +1,7 @@
+// pg/catalog owns what the extension's tables say about other objects: each
+// protected table's policy, each resource namespace's owner, and which
+// subscription replicates a table (see README.md).
+//
 // fencing.protected: one row per protected table, the single source of truth
 // for its policy. Dumped by pg_dump (an extension configuration table); every
 // change to a row re-installs the table's guards (fencing.protected_sync,

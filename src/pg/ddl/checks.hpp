@@ -1,3 +1,7 @@
+// pg/ddl owns keeping fencing in step with DDL: checks before a command, the
+// hooks after it, and tombstones for the rows DDL takes out of a fenced
+// table (see README.md).
+//
 // DDL that would orphan, reset or bypass a high-water mark is refused (or its
 // state is carried over) here. Two kinds of checks:
 //
