@@ -8,6 +8,9 @@
 #include "pg/base/stats.hpp"
 #include "pg/guard/unfenced.hpp"
 #include "pg/types/token_type.hpp"
+#include "pg/api/leases.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/catalog/subscriber.hpp"
 
 extern "C" {
 #include "utils/guc.h"
@@ -16,10 +19,11 @@ extern "C" {
 
 namespace {
 
-// The one relcache callback of the library (PostgreSQL allows few per
-// backend): every module that caches per-relation state forgets it here.
+// The one relcache callback of the library (PostgreSQL allows 10 per backend,
+// for all extensions together): every per-relation cache is told here.
 void ForgetRelation(Datum, Oid relid) {
     fencing::pg::ForgetFencedPlans(relid);
+    fencing::pg::ForgetReplicatedRelations(relid);
 }
 
 }  // namespace
@@ -36,5 +40,8 @@ void _PG_init(void) {
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterUnfencedCallbacks();
     fencing::pg::RegisterTokenTypeCallbacks();
+    fencing::pg::RegisterInternalAccessCallbacks();
+    fencing::pg::RegisterSubscriberCallbacks();
+    fencing::pg::RegisterLeaseCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);
 }

@@ -14,7 +14,6 @@
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/resource_key.hpp"
-#include "pg/api/leases.hpp"
 #include "pg/catalog/namespaces.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/row_key.hpp"
@@ -35,31 +34,10 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-Token TokenArg(FunctionCallInfo fcinfo, int n) {
-    if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("token must not be NULL")));
-    return PG_GETARG_INT64(n);
-}
-
 // A strict check-and-raise's verdict as advance's answer: raised, or already
 // exactly at token (true); already higher (false).
 bool Advanced(const HwmVerdict &verdict, Token token) {
     return verdict.admitted || verdict.hwm == token;
-}
-
-Datum AdvanceResource(FunctionCallInfo fcinfo) {
-    char *name_space = NamespaceArg(fcinfo, 2);
-    if (PG_ARGISNULL(0))
-        ereport(ERROR,
-                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
-    char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
-    Token token = TokenArg(fcinfo, 1);
-    RequireStorableResourceKey(name_space, resource);
-    InternalSession session;
-    BeginInternal(&session);
-    RequireNamespaceWriter(name_space, session.saved_user, "advance its high-water marks");
-    EndInternal(&session);
-    PG_RETURN_BOOL(Advanced(CheckAndRaiseResource(name_space, resource, token, true), token));
 }
 
 // Row scope, as the caller (its UPDATE privilege, its RLS): lock the row; if
@@ -138,55 +116,58 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
     return hwm == token;
 }
 
-Datum AdvanceTable(FunctionCallInfo fcinfo) {
+// The namespace's HWMs are shared by its tables: raising one is its owner's
+// call.
+void RequireAdvanceInNamespace(const char *name_space) {
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceOwner(name_space, session.saved_user, "advance its high-water marks");
+    EndInternal(&session);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing;
+using namespace fencing::pg;
+
+FENCING_FUNCTION(fencing_resource_advance) {
+    char *name_space = NamespaceArg(fcinfo, 2);
+    if (PG_ARGISNULL(0))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
+    char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    Token token = TokenArg(fcinfo, 1);
+    RequireStorableResourceKey(name_space, resource);
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceWriter(name_space, session.saved_user, "advance its high-water marks");
+    EndInternal(&session);
+    PG_RETURN_BOOL(Advanced(CheckAndRaiseResource(name_space, resource, token, true), token));
+}
+
+FENCING_FUNCTION(fencing_advance) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     Token token = TokenArg(fcinfo, 1);
     // As writes: UPDATE on the table, checked as the caller.
     RequireRelationPrivilege(relid, ACL_UPDATE);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
-    bool has_key = !PG_ARGISNULL(2);
+    TargetKey key;
+    RequireTargetKey(fcinfo, 2, relid, row, &key);
     switch (row.scope) {
-        case Scope::kRow: {
-            if (!has_key)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("table %s is fenced per row: pass the row's primary key",
-                                       RelName(relid))));
-            KeyValues k;
-            ReadRowKey(relid, PG_GETARG_JSONB_P(2), &k);
-            PG_RETURN_BOOL(AdvanceRow(relid, row, k, token));
-        }
-        case Scope::kResource: {
-            if (!has_key)
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
-                                       RelName(relid), row.resource_column)));
-            char *resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(2));
-            // The HWM is shared by the namespace's tables: its owner's call.
-            InternalSession session;
-            BeginInternal(&session);
-            RequireNamespaceOwner(row.resource_namespace, session.saved_user,
-                                  "advance its high-water marks");
-            EndInternal(&session);
+        case Scope::kRow:
+            PG_RETURN_BOOL(AdvanceRow(relid, row, key.row, token));
+        case Scope::kResource:
+            RequireAdvanceInNamespace(row.resource_namespace);
             PG_RETURN_BOOL(Advanced(
-                CheckAndRaiseResource(row.resource_namespace, resource, token, true), token));
-        }
+                CheckAndRaiseResource(row.resource_namespace, key.resource, token, true), token));
         case Scope::kTable:
-            if (has_key)
+            if (key.given)
                 ereport(ERROR,
                         (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                          errmsg("table %s is fenced as a whole: pass no key", RelName(relid))));
             PG_RETURN_BOOL(Advanced(CheckAndRaiseTable(relid, token, true), token));
     }
     pg_unreachable();
-}
-
-}  // namespace
-}  // namespace fencing::pg
-
-FENCING_FUNCTION(fencing_resource_advance) {
-    return fencing::pg::AdvanceResource(fcinfo);
-}
-FENCING_FUNCTION(fencing_advance) {
-    return fencing::pg::AdvanceTable(fcinfo);
 }

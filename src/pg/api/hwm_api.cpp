@@ -129,6 +129,37 @@ char *ReadResourceKey(Oid relid, const ProtectedRow &row, Jsonb *key) {
     return ResourceKeyText(type, d);
 }
 
+void ReadTargetKey(FunctionCallInfo fcinfo, int n, Oid relid, const ProtectedRow &row,
+                   TargetKey *out) {
+    out->given = !PG_ARGISNULL(n);
+    out->resource = nullptr;
+    if (!out->given)
+        return;
+    if (row.scope == Scope::kRow)
+        ReadRowKey(relid, PG_GETARG_JSONB_P(n), &out->row);
+    else if (row.scope == Scope::kResource)
+        out->resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(n));
+}
+
+void RequireTargetKey(FunctionCallInfo fcinfo, int n, Oid relid, const ProtectedRow &row,
+                      TargetKey *out) {
+    if (PG_ARGISNULL(n) && row.scope == Scope::kRow)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("table %s is fenced per row: pass the row's primary key", RelName(relid))));
+    if (PG_ARGISNULL(n) && row.scope == Scope::kResource)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
+                               RelName(relid), row.resource_column)));
+    ReadTargetKey(fcinfo, n, relid, row, out);
+}
+
+Token TokenArg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n))
+        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("token must not be NULL")));
+    return PG_GETARG_INT64(n);
+}
+
 namespace {
 
 // The live row's token, read as the table's owner in a restricted security
@@ -158,52 +189,47 @@ bool LiveRowToken(Oid relid, const ProtectedRow &row, const KeyValues &k, Token 
     return MaxOfResult(out);
 }
 
-Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
+// A row's HWM: its live row's token or the tombstone a deleted row left,
+// whichever is higher. Inside an internal session.
+bool RowHwm(Oid relid, const ProtectedRow &row, const KeyValues &k, Datum tombstone_key,
+            Token *hwm) {
+    bool found = LiveRowToken(relid, row, k, hwm);
+    Token tombstone;
+    if (LookupTombstone(relid, tombstone_key, &tombstone) && (!found || tombstone > *hwm)) {
+        *hwm = tombstone;
+        found = true;
+    }
+    return found;
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing;
+using namespace fencing::pg;
+
+FENCING_FUNCTION(fencing_high_water_table) {
     // Privilege check and key conversion as the caller, before any elevation.
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireRelationPrivilege(relid, ACL_SELECT);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
-    KeyValues k;
-    char *resource = nullptr;
-    switch (row.scope) {
-        case Scope::kRow:
-            if (PG_ARGISNULL(1))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("table %s is fenced per row: pass the row's primary key",
-                                       RelName(relid))));
-            ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
-            break;
-        case Scope::kResource:
-            if (PG_ARGISNULL(1))
-                ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                                errmsg("table %s is fenced per resource: pass {\"%s\": <resource>}",
-                                       RelName(relid), row.resource_column)));
-            resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1));
-            break;
-        case Scope::kTable:
-            break;
-    }
+    TargetKey key;
+    RequireTargetKey(fcinfo, 1, relid, row, &key);
     // Only fixed statements from here on.
-    Datum tombstone_key =
-        row.scope == Scope::kRow ? TombstoneKey(k.pk.natts, k.types, k.values) : (Datum)0;
+    Datum tombstone_key = row.scope == Scope::kRow
+                              ? TombstoneKey(key.row.pk.natts, key.row.types, key.row.values)
+                              : (Datum)0;
     InternalSession session;
     BeginInternal(&session);
     Token hwm = 0;
     bool found = false;
     switch (row.scope) {
-        case Scope::kRow: {
-            found = LiveRowToken(relid, row, k, &hwm);
-            // ... or the tombstone a deleted row left, whichever is higher.
-            Token tombstone;
-            if (LookupTombstone(relid, tombstone_key, &tombstone) && (!found || tombstone > hwm)) {
-                hwm = tombstone;
-                found = true;
-            }
+        case Scope::kRow:
+            found = RowHwm(relid, row, key.row, tombstone_key, &hwm);
             break;
-        }
         case Scope::kResource:
-            found = ReadResourceHwm(row.resource_namespace, resource, &hwm);
+            found = ReadResourceHwm(row.resource_namespace, key.resource, &hwm);
             break;
         case Scope::kTable:
             found = ReadTableHwm(relid, &hwm);
@@ -215,7 +241,7 @@ Datum HighWaterOfTable(FunctionCallInfo fcinfo) {
     PG_RETURN_INT64(hwm);
 }
 
-Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
+FENCING_FUNCTION(fencing_high_water_resource) {
     char *name_space = NamespaceArg(fcinfo, 1);
     if (PG_ARGISNULL(0))
         PG_RETURN_NULL();
@@ -230,29 +256,26 @@ Datum HighWaterOfResource(FunctionCallInfo fcinfo) {
     PG_RETURN_INT64(hwm);
 }
 
-Datum ResetTable(FunctionCallInfo fcinfo) {
+FENCING_FUNCTION(fencing_reset_table) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireRelationOwner(relid);
     const char *caller = GetUserNameFromId(GetUserId(), false);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     const char *target = RelName(relid);
-    // The caller's key, converted as the caller.
-    KeyValues k;
-    char *resource = nullptr;
-    Datum tombstone_key = (Datum)0;
-    if (row.scope == Scope::kRow && !PG_ARGISNULL(1)) {
-        ReadRowKey(relid, PG_GETARG_JSONB_P(1), &k);
-        tombstone_key = TombstoneKey(k.pk.natts, k.types, k.values);
-    } else if (row.scope == Scope::kResource) {
-        if (PG_ARGISNULL(1))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("name the resource to reset: {\"%s\": <resource>}",
-                                   row.resource_column),
-                            errdetail("Resource HWMs are shared by every table in namespace %s.",
-                                      quote_literal_cstr(row.resource_namespace))));
-        resource = ReadResourceKey(relid, row, PG_GETARG_JSONB_P(1));
-    }
+    // The caller's key, converted as the caller; in row scope NULL resets
+    // every tombstone.
+    if (row.scope == Scope::kResource && PG_ARGISNULL(1))
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                 errmsg("name the resource to reset: {\"%s\": <resource>}", row.resource_column),
+                 errdetail("Resource HWMs are shared by every table in namespace %s.",
+                           quote_literal_cstr(row.resource_namespace))));
+    TargetKey key;
+    ReadTargetKey(fcinfo, 1, relid, row, &key);
+    Datum tombstone_key = row.scope == Scope::kRow && key.given
+                              ? TombstoneKey(key.row.pk.natts, key.row.types, key.row.values)
+                              : (Datum)0;
     InternalSession session;
     BeginInternal(&session);
     int64 removed = 0;
@@ -265,7 +288,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
             // is the namespace owner's call, not any one table owner's.
             RequireNamespaceOwner(row.resource_namespace, session.saved_user,
                                   "reset its high-water marks");
-            removed = ResetResourceHwm(row.resource_namespace, resource, target, caller);
+            removed = ResetResourceHwm(row.resource_namespace, key.resource, target, caller);
             break;
         }
         case Scope::kTable:
@@ -276,7 +299,7 @@ Datum ResetTable(FunctionCallInfo fcinfo) {
     PG_RETURN_INT64(removed);
 }
 
-Datum ResetResource(FunctionCallInfo fcinfo) {
+FENCING_FUNCTION(fencing_reset_resource) {
     char *name_space = NamespaceArg(fcinfo, 1);
     if (PG_ARGISNULL(0))
         ereport(ERROR,
@@ -291,20 +314,4 @@ Datum ResetResource(FunctionCallInfo fcinfo) {
     int64 removed = ResetResourceHwm(name_space, resource, target, caller);
     EndInternal(&session);
     PG_RETURN_INT64(removed);
-}
-
-}  // namespace
-}  // namespace fencing::pg
-
-FENCING_FUNCTION(fencing_high_water_table) {
-    return fencing::pg::HighWaterOfTable(fcinfo);
-}
-FENCING_FUNCTION(fencing_high_water_resource) {
-    return fencing::pg::HighWaterOfResource(fcinfo);
-}
-FENCING_FUNCTION(fencing_reset_table) {
-    return fencing::pg::ResetTable(fcinfo);
-}
-FENCING_FUNCTION(fencing_reset_resource) {
-    return fencing::pg::ResetResource(fcinfo);
 }

@@ -9,6 +9,7 @@
 #include "pg/base/stats.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/keys/resource_key.hpp"
+#include "pg/api/hwm_args.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -28,17 +29,6 @@ extern "C" {
 }
 
 namespace fencing::pg {
-
-void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
-    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
-        // Claims it for the caller (or, when a concurrent claim won, checks
-        // the caller against its owner under the row lock).
-        JoinNamespace(name_space, caller);
-        return;
-    }
-    RequireNamespaceOwner(name_space, caller, action);
-}
-
 namespace {
 
 // objsubid of the advisory lock tags lease waiters hold ('DE'); user advisory
@@ -58,7 +48,6 @@ void LeaseLockTag(LOCKTAG *tag, const char *name_space, const char *resource) {
 
 // Lease changes of this transaction whose waiters must be woken at commit.
 List *pending_wakeups = NIL;  // of LOCKTAG *, in TopTransactionContext
-bool wake_callback_registered = false;
 
 void WakeWaiters(XactEvent event, void *) {
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
@@ -81,10 +70,6 @@ void WakeWaiters(XactEvent event, void *) {
 }
 
 void WakeWaitersAtCommit(const char *name_space, const char *resource) {
-    if (!wake_callback_registered) {
-        RegisterXactCallback(WakeWaiters, nullptr);
-        wake_callback_registered = true;
-    }
     MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
     auto *tag = static_cast<LOCKTAG *>(palloc(sizeof(LOCKTAG)));
     LeaseLockTag(tag, name_space, resource);
@@ -121,12 +106,6 @@ char *TextArg(FunctionCallInfo fcinfo, int n, const char *argname) {
         ereport(ERROR,
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("%s must not be NULL", argname)));
     return text_to_cstring(PG_GETARG_TEXT_PP(n));
-}
-
-Token TokenArg(FunctionCallInfo fcinfo, int n) {
-    if (PG_ARGISNULL(n))
-        ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("token must not be NULL")));
-    return PG_GETARG_INT64(n);
 }
 
 // The token after t; 22003 when the token space is used up.
@@ -206,49 +185,45 @@ struct AttemptResult {
     TimestampTz expires_at;  // kTaken
 };
 
-// One attempt, in the caller's (sub)transaction.
-AttemptResult TryAcquire(const char *name_space, const char *resource, const char *holder,
-                         const Interval *ttl) {
+// Locks the resource's lease row, inserting the first one. False, with why
+// in *refused, when the lease is live (kTaken) or a concurrent first acquire
+// won the insert (kRetry); else *last is the last token issued (0: none).
+bool LockLeaseRow(const char *name_space, const char *resource, const char *holder,
+                  const Interval *ttl, Token *last, AttemptResult *refused) {
     Datum ns = CStringGetTextDatum(name_space);
     Datum res = CStringGetTextDatum(resource);
-    AttemptResult result = {Attempt::kRetry, 0, 0};
-    Token last = 0;
     InternalSession session;
     BeginInternal(&session);
-    {
-        Datum values[] = {ns, res};
-        RunInternalStatement(&lease_lock, values, nullptr);
-    }
-    bool found = SPI_processed > 0;
+    Datum key[] = {ns, res};
+    bool found = RunInternalStatement(&lease_lock, key, nullptr) > 0;
+    bool free;
     if (found) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
-        last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+        *last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
         TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-        if (DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull))) {
-            EndInternal(&session);
-            return {Attempt::kTaken, 0, expires_at};
-        }
+        free = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+        *refused = {Attempt::kTaken, 0, expires_at};
     } else {
         // The first lease of this resource: the inserted row (or the unique
         // index entry of a concurrent first acquire) serializes acquirers.
         Datum values[] = {ns, res, CStringGetTextDatum(holder), PointerGetDatum(ttl)};
-        uint64 inserted = RunInternalStatement(&lease_first, values, nullptr);
-        if (inserted == 0) {
-            EndInternal(&session);
-            return result;  // kRetry: a concurrent first acquire committed
-        }
+        free = RunInternalStatement(&lease_first, values, nullptr) > 0;
+        *refused = {Attempt::kRetry, 0, 0};  // a concurrent first acquire committed
     }
     EndInternal(&session);
+    return free;
+}
 
-    // Fence: raise the resource's HWM to a token above both the last one
-    // issued and the HWM (a token from elsewhere may have been written).
+// Fence: raise the resource's HWM to a token above both the last one issued
+// and the HWM (a token from elsewhere may have been written). Returns it.
+Token RaiseAboveHwm(const char *name_space, const char *resource, Token last) {
     Token token = NextToken(last, name_space, resource);
     for (int i = 0;; ++i) {
         HwmVerdict verdict = CheckAndRaiseResource(name_space, resource, token, true);
         if (verdict.admitted)
-            break;
+            return token;
         if (i >= 16)
             ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
                             errmsg("could not issue a fencing token above the high-water mark "
@@ -257,14 +232,27 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
                             errhint("Retry the transaction.")));
         token = NextToken(verdict.hwm, name_space, resource);
     }
+}
 
+void GrantLease(const char *name_space, const char *resource, const char *holder, Token token,
+                const Interval *ttl) {
+    InternalSession session;
     BeginInternal(&session);
-    {
-        Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
-                          PointerGetDatum(ttl)};
-        RunInternalStatement(&lease_grant, values, nullptr);
-    }
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
+                      CStringGetTextDatum(holder), Int64GetDatum(token), PointerGetDatum(ttl)};
+    RunInternalStatement(&lease_grant, values, nullptr);
     EndInternal(&session);
+}
+
+// One attempt, in the caller's (sub)transaction.
+AttemptResult TryAcquire(const char *name_space, const char *resource, const char *holder,
+                         const Interval *ttl) {
+    Token last = 0;
+    AttemptResult refused;
+    if (!LockLeaseRow(name_space, resource, holder, ttl, &last, &refused))
+        return refused;
+    Token token = RaiseAboveHwm(name_space, resource, last);
+    GrantLease(name_space, resource, holder, token, ttl);
     // Issuing a token must survive any crash or failover, whatever
     // synchronous_commit says (the HWM raise already asked for it too).
     NoteHwmRaised();
@@ -305,77 +293,46 @@ AttemptResult TryAcquireInSubtransaction(const char *name_space, const char *res
     return result;
 }
 
-Datum Acquire(FunctionCallInfo fcinfo) {
-    char *name_space = NamespaceArg(fcinfo, 4);
-    char *resource = TextArg(fcinfo, 0, "resource");
-    RequireStorableResourceKey(name_space, resource);
-    char *holder = TextArg(fcinfo, 1, "holder");
-    const Interval *ttl = PositiveInterval(fcinfo, 2, "ttl");
-    bool waits = !PG_ARGISNULL(3);
-    int64 wait_us = waits ? IntervalMicros(PG_GETARG_INTERVAL_P(3)) : 0;
-    if (waits && wait_us < 0)
+// fencing_acquire's arguments.
+struct LeaseRequest {
+    char *name_space;
+    char *resource;
+    char *holder;
+    const Interval *ttl;
+    bool waits;     // wait => given
+    int64 wait_us;  // how long, when waits
+};
+
+void ReadLeaseRequest(FunctionCallInfo fcinfo, LeaseRequest *req) {
+    req->name_space = NamespaceArg(fcinfo, 4);
+    req->resource = TextArg(fcinfo, 0, "resource");
+    RequireStorableResourceKey(req->name_space, req->resource);
+    req->holder = TextArg(fcinfo, 1, "holder");
+    req->ttl = PositiveInterval(fcinfo, 2, "ttl");
+    req->waits = !PG_ARGISNULL(3);
+    req->wait_us = req->waits ? IntervalMicros(PG_GETARG_INTERVAL_P(3)) : 0;
+    if (req->waits && req->wait_us < 0)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
-    Oid caller = GetUserId();
-    RefuseLeaseOnSubscriber("acquire a lease");
+}
 
-    InternalSession session;
-    BeginInternal(&session);
-    RequireNamespaceWriter(name_space, caller, "acquire leases in it");
-    EndInternal(&session);
+int64 MicrosSince(instr_time started) {
+    instr_time now;
+    INSTR_TIME_SET_CURRENT(now);
+    INSTR_TIME_SUBTRACT(now, started);
+    return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
+}
 
-    // The wait is measured on the monotonic clock; lease expiry on the
-    // server's wall clock (clock_timestamp()), as stored.
-    instr_time started;
-    INSTR_TIME_SET_CURRENT(started);
-    // Contended: another lease was live at least once (NULL returned, or waited).
-    bool contended = false;
-    LOCKTAG tag;
-    if (waits) {
-        LeaseLockTag(&tag, name_space, resource);
-        LockAcquire(&tag, ShareLock, false, false);
-    }
-    for (int retries = 0;;) {
-        ResetLatch(MyLatch);
-        AttemptResult r = TryAcquireInSubtransaction(name_space, resource, holder, ttl);
-        if (r.outcome == Attempt::kRetry) {
-            if (++retries > 8)
-                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                                errmsg("could not acquire the lease of resource %s under "
-                                       "concurrent first acquires",
-                                       quote_literal_cstr(resource)),
-                                errhint("Retry the transaction.")));
-            continue;
-        }
-        instr_time now;
-        INSTR_TIME_SET_CURRENT(now);
-        INSTR_TIME_SUBTRACT(now, started);
-        int64 waited_us = static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
-        if (r.outcome == Attempt::kAcquired) {
-            if (waits)
-                LockRelease(&tag, ShareLock, false);
-            CountAcquire(name_space, resource, true, contended, waited_us, r.token);
-            PG_RETURN_INT64(r.token);
-        }
-        contended = true;
-        if (!waits) {
-            CountAcquire(name_space, resource, false, true, waited_us, 0);
-            PG_RETURN_NULL();
-        }
-        int64 left_us = wait_us - waited_us;
-        if (left_us <= 0) {
-            LockRelease(&tag, ShareLock, false);
-            CountAcquire(name_space, resource, false, true, waited_us, 0);
-            PG_RETURN_NULL();
-        }
-        int64 until_expiry_us = r.expires_at - GetCurrentTimestamp();
-        int64 sleep_us = Min(left_us, Max(until_expiry_us, 0));
-        // Whole milliseconds, rounded up, at least 1, at most a day at a time.
-        long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
-                        PG_WAIT_EXTENSION);
-        CHECK_FOR_INTERRUPTS();
-    }
+// Sleeps until the live lease expires or the wait ends (left_us from now),
+// whichever is first, or until a release or renew of it wakes this backend.
+void SleepForLease(TimestampTz expires_at, int64 left_us) {
+    int64 until_expiry_us = expires_at - GetCurrentTimestamp();
+    int64 sleep_us = Min(left_us, Max(until_expiry_us, 0));
+    // Whole milliseconds, rounded up, at least 1, at most a day at a time.
+    long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
+                    PG_WAIT_EXTENSION);
+    CHECK_FOR_INTERRUPTS();
 }
 
 // Renew and release: one conditional UPDATE of the live lease of token.
@@ -416,14 +373,72 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
 }
 
 }  // namespace
+
+void RegisterLeaseCallbacks() {
+    RegisterXactCallback(WakeWaiters, nullptr);
+}
+
 }  // namespace fencing::pg
 
+using namespace fencing::pg;
+
 FENCING_FUNCTION(fencing_acquire) {
-    return fencing::pg::Acquire(fcinfo);
+    LeaseRequest req;
+    ReadLeaseRequest(fcinfo, &req);
+    Oid caller = GetUserId();
+    RefuseLeaseOnSubscriber("acquire a lease");
+
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceWriter(req.name_space, caller, "acquire leases in it");
+    EndInternal(&session);
+
+    // The wait is measured on the monotonic clock; lease expiry on the
+    // server's wall clock (clock_timestamp()), as stored.
+    instr_time started;
+    INSTR_TIME_SET_CURRENT(started);
+    // Contended: another lease was live at least once (NULL returned, or waited).
+    bool contended = false;
+    LOCKTAG tag;
+    if (req.waits) {
+        LeaseLockTag(&tag, req.name_space, req.resource);
+        LockAcquire(&tag, ShareLock, false, false);
+    }
+    for (int retries = 0;;) {
+        ResetLatch(MyLatch);
+        AttemptResult r =
+            TryAcquireInSubtransaction(req.name_space, req.resource, req.holder, req.ttl);
+        if (r.outcome == Attempt::kRetry) {
+            if (++retries > 8)
+                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                errmsg("could not acquire the lease of resource %s under "
+                                       "concurrent first acquires",
+                                       quote_literal_cstr(req.resource)),
+                                errhint("Retry the transaction.")));
+            continue;
+        }
+        int64 waited_us = MicrosSince(started);
+        if (r.outcome == Attempt::kAcquired) {
+            if (req.waits)
+                LockRelease(&tag, ShareLock, false);
+            CountAcquire(req.name_space, req.resource, true, contended, waited_us, r.token);
+            PG_RETURN_INT64(r.token);
+        }
+        contended = true;
+        int64 left_us = req.wait_us - waited_us;
+        if (!req.waits || left_us <= 0) {
+            if (req.waits)
+                LockRelease(&tag, ShareLock, false);
+            CountAcquire(req.name_space, req.resource, false, true, waited_us, 0);
+            PG_RETURN_NULL();
+        }
+        SleepForLease(r.expires_at, left_us);
+    }
 }
+
 FENCING_FUNCTION(fencing_renew) {
-    return fencing::pg::ChangeLease(fcinfo, true);
+    return ChangeLease(fcinfo, true);
 }
 FENCING_FUNCTION(fencing_release) {
-    return fencing::pg::ChangeLease(fcinfo, false);
+    return ChangeLease(fcinfo, false);
 }

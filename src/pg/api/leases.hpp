@@ -1,6 +1,5 @@
 // Leases that issue fencing tokens (fencing_acquire, fencing_renew,
-// fencing_release, the fencing_leases view) and the namespace rule shared with
-// fencing_resource_advance.
+// fencing_release, the fencing_leases view).
 //
 // fencing.lease holds, per (namespace, resource), the last token ever issued
 // and the current or last lease. Its rows are never deleted. Acquiring
@@ -30,10 +29,8 @@
 
 namespace fencing::pg {
 
-// Inside an internal session. The caller must have the privileges of the
-// namespace's owner; an unclaimed namespace is claimed for the caller first
-// (as fencing_protect claims one for a table's owner). 'default' belongs to
-// the extension's owner. 42501 otherwise.
-void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action);
+// The transaction callback that wakes a resource's waiters once a release or
+// renew of it commits; registered once, from _PG_init.
+void RegisterLeaseCallbacks();
 
 }  // namespace fencing::pg

@@ -60,38 +60,34 @@ void RequirePolicyArg(FunctionCallInfo fcinfo, int n, const char *argname) {
                  errhint("Leave the argument out to get its default.")));
 }
 
-Datum Protect(FunctionCallInfo fcinfo) {
-    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
-    RequireTable(relid);
-    RequireRelationOwner(relid);
-
-    ProtectedRow row;
-    memset(&row, 0, sizeof(row));
-    row.relid = relid;
+// The policy arguments as the caller gave them: scope, on_stale, strict,
+// require_token and resource_namespace (columns are read later, in the
+// internal session).
+void ReadPolicyArgs(FunctionCallInfo fcinfo, ProtectedRow *row) {
     RequirePolicyArg(fcinfo, 2, "scope");
     RequirePolicyArg(fcinfo, 5, "on_stale");
     RequirePolicyArg(fcinfo, 6, "strict");
     RequirePolicyArg(fcinfo, 7, "require_token");
     char *scope = TextArg(fcinfo, 2, "row");
-    if (!ParseScope(scope, &row.scope))
+    if (!ParseScope(scope, &row->scope))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid fencing scope \"%s\"", scope),
                         errhint("Valid scopes are \"row\", \"resource\" and \"table\".")));
     char *on_stale = TextArg(fcinfo, 5, "error");
-    if (!ParseOnStale(on_stale, &row.on_stale))
+    if (!ParseOnStale(on_stale, &row->on_stale))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("invalid on_stale action \"%s\"", on_stale),
                         errhint("Valid actions are \"error\" and \"skip\".")));
-    row.strict = PG_GETARG_BOOL(6);
-    row.require_token = PG_GETARG_BOOL(7);
-    row.resource_namespace = TextArg(fcinfo, 4, row.scope == Scope::kResource ? "default" : "");
+    row->strict = PG_GETARG_BOOL(6);
+    row->require_token = PG_GETARG_BOOL(7);
+    row->resource_namespace = TextArg(fcinfo, 4, row->scope == Scope::kResource ? "default" : "");
+}
 
-    // Ownership was checked above, as the caller; from here on the extension's
-    // own tables are read and written.
-    InternalSession access;
-    BeginInternal(&access);
+// The token column: token_column, or else the table's one fencing_token
+// column; of type fencing_token or bigint. Returns its attnum.
+AttrNumber ChooseTokenColumn(FunctionCallInfo fcinfo, Oid relid, ProtectedRow *row) {
     if (PG_ARGISNULL(1)) {
-        int n = TokenColumns(relid, row.token_column);
+        int n = TokenColumns(relid, row->token_column);
         if (n == 0)
             ereport(ERROR, (errcode(ERRCODE_UNDEFINED_COLUMN),
                             errmsg("table %s has no fencing_token column", RelName(relid)),
@@ -103,63 +99,78 @@ Datum Protect(FunctionCallInfo fcinfo) {
                             errmsg("table %s has %d fencing_token columns", RelName(relid), n),
                             errhint("Name the token column with token_column => '...'.")));
     } else {
-        strlcpy(row.token_column, NameStr(*PG_GETARG_NAME(1)), NAMEDATALEN);
+        strlcpy(row->token_column, NameStr(*PG_GETARG_NAME(1)), NAMEDATALEN);
     }
-    AttrNumber token_attnum = RequireColumn(relid, row.token_column, "token");
+    AttrNumber token_attnum = RequireColumn(relid, row->token_column, "token");
     Oid token_type = get_atttype(relid, token_attnum);
     if (!IsTokenColumnType(token_type))
         ereport(ERROR,
                 (errcode(ERRCODE_DATATYPE_MISMATCH),
                  errmsg("token column \"%s\" must be of type fencing_token or bigint, not %s",
-                        row.token_column, format_type_be(token_type))));
-    if (row.scope == Scope::kResource) {
-        if (PG_ARGISNULL(3))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("resource scope needs a resource_column")));
-        strlcpy(row.resource_column, NameStr(*PG_GETARG_NAME(3)), NAMEDATALEN);
-        Oid resource_type =
-            get_atttype(relid, RequireColumn(relid, row.resource_column, "resource"));
-        if (!ResourceTypeIsCanonical(resource_type))
-            ereport(ERROR,
-                    (errcode(ERRCODE_DATATYPE_MISMATCH),
-                     errmsg("resource column \"%s\" has type %s, whose text form is not canonical",
-                            row.resource_column, format_type_be(resource_type)),
-                     errdetail("Resource HWMs are keyed by the value's text, so equal values must "
-                               "print alike: use text, varchar, an integer type, uuid, numeric, "
-                               "bool, an enum or fencing_token.")));
-        // Resource HWMs are keyed by the value's bytes: equal values must have
-        // equal bytes, which a nondeterministic collation does not promise.
-        Oid resource_type_again, resource_collation;
-        int32 resource_typmod;
-        get_atttypetypmodcoll(relid, get_attnum(relid, row.resource_column), &resource_type_again,
-                              &resource_typmod, &resource_collation);
-        if (OidIsValid(resource_collation) && !get_collation_isdeterministic(resource_collation))
-            ereport(ERROR,
-                    (errcode(ERRCODE_DATATYPE_MISMATCH),
-                     errmsg("resource column \"%s\" has a nondeterministic collation",
-                            row.resource_column),
-                     errdetail("Resource HWMs are keyed by the value's text; under collation %s, "
-                               "values that differ in their text are equal.",
-                               quote_identifier(get_collation_name(resource_collation))),
-                     errhint("Use a deterministic collation for the resource column, or row "
-                             "scope.")));
-        if (row.resource_namespace[0] == '\0')
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("resource_namespace must not be empty")));
-        RequireStorableResourceKey(row.resource_namespace, "");
-        JoinNamespace(row.resource_namespace, RelationOwner(relid));
-    } else if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4)) {
+                        row->token_column, format_type_be(token_type))));
+    return token_attnum;
+}
+
+// Resource HWMs are keyed by the value's text: equal values must print
+// alike, and compare equal only when their text is equal (no
+// nondeterministic collation).
+void RequireCanonicalResourceColumn(Oid relid, const char *column) {
+    Oid resource_type = get_atttype(relid, RequireColumn(relid, column, "resource"));
+    if (!ResourceTypeIsCanonical(resource_type))
         ereport(ERROR,
-                (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                 errmsg("resource_column and resource_namespace apply to resource scope only")));
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("resource column \"%s\" has type %s, whose text form is not canonical",
+                        column, format_type_be(resource_type)),
+                 errdetail("Resource HWMs are keyed by the value's text, so equal values must "
+                           "print alike: use text, varchar, an integer type, uuid, numeric, "
+                           "bool, an enum or fencing_token.")));
+    Oid type, collation;
+    int32 typmod;
+    get_atttypetypmodcoll(relid, get_attnum(relid, column), &type, &typmod, &collation);
+    if (OidIsValid(collation) && !get_collation_isdeterministic(collation))
+        ereport(ERROR,
+                (errcode(ERRCODE_DATATYPE_MISMATCH),
+                 errmsg("resource column \"%s\" has a nondeterministic collation", column),
+                 errdetail("Resource HWMs are keyed by the value's text; under collation %s, "
+                           "values that differ in their text are equal.",
+                           quote_identifier(get_collation_name(collation))),
+                 errhint("Use a deterministic collation for the resource column, or row "
+                         "scope.")));
+}
+
+// Resource scope: the resource column and the namespace the table joins
+// (claimed for the table's owner when unclaimed). Other scopes take neither.
+void ChooseResource(FunctionCallInfo fcinfo, Oid relid, ProtectedRow *row) {
+    if (row->scope != Scope::kResource) {
+        if (!PG_ARGISNULL(3) || !PG_ARGISNULL(4))
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("resource_column and resource_namespace apply to resource "
+                                   "scope only")));
+        return;
     }
+    if (PG_ARGISNULL(3))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("resource scope needs a resource_column")));
+    strlcpy(row->resource_column, NameStr(*PG_GETARG_NAME(3)), NAMEDATALEN);
+    RequireCanonicalResourceColumn(relid, row->resource_column);
+    if (row->resource_namespace[0] == '\0')
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("resource_namespace must not be empty")));
+    RequireStorableResourceKey(row->resource_namespace, "");
+    JoinNamespace(row->resource_namespace, RelationOwner(relid));
+}
+
+// relid must be the home of its partition tree's fencing state: not a
+// partition of a protected table, nor (unless protected already) above a
+// partition protected on its own. A table protected already is its
+// partitions' home: an ATTACH carried their state over, and what a
+// partition keeps on its own is a copy (DETACH ... CONCURRENTLY in resource
+// or table scope, pending).
+void RequireTreeHome(Oid relid) {
     if (OidIsValid(ProtectedAncestor(relid)))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("%s is a partition of a protected table", RelName(relid)),
                         errhint("Its protection comes from the partitioned table.")));
-    // A table protected already is its partitions' home: an ATTACH carried
-    // their state over, and what a partition keeps on its own is a copy
-    // (DETACH ... CONCURRENTLY in resource or table scope, pending).
     ProtectedRow current;
     Oid below = ReadProtectedRow(relid, &current) ? InvalidOid : ProtectedDescendant(relid);
     if (OidIsValid(below))
@@ -174,6 +185,24 @@ Datum Protect(FunctionCallInfo fcinfo) {
              errhint("Detach %s, protect %s, then attach %s again: ATTACH carries its "
                      "state over.",
                      RelName(below), RelName(relid), RelName(below))));
+}
+
+Datum Protect(FunctionCallInfo fcinfo) {
+    Oid relid = ExistingRelationArg(fcinfo, 0, "target");
+    RequireTable(relid);
+    RequireRelationOwner(relid);
+    ProtectedRow row;
+    memset(&row, 0, sizeof(row));
+    row.relid = relid;
+    ReadPolicyArgs(fcinfo, &row);
+
+    // Ownership was checked above, as the caller; from here on the extension's
+    // own tables are read and written.
+    InternalSession access;
+    BeginInternal(&access);
+    AttrNumber token_attnum = ChooseTokenColumn(fcinfo, relid, &row);
+    ChooseResource(fcinfo, relid, &row);
+    RequireTreeHome(relid);
     if (row.scope == Scope::kRow) {
         RequireCanonicalRowKeyOf(relid);  // InstallGuard checks again, for each leaf
         RequireTombstoneKeysFitRows(relid);

@@ -19,7 +19,6 @@ namespace fencing::pg {
 namespace {
 
 Oid cached_owner = InvalidOid;
-bool owner_callback_registered = false;
 
 // DROP/ALTER ROLE and REASSIGN OWNED all touch pg_authid; re-read the owner
 // after any of them.
@@ -50,11 +49,11 @@ bool ReadExtension(const char *name, Oid *owner, Oid *schema) {
 
 }  // namespace
 
+void RegisterInternalAccessCallbacks() {
+    CacheRegisterSyscacheCallback(AUTHOID, ForgetOwner, 0);
+}
+
 Oid ExtensionOwner() {
-    if (!owner_callback_registered) {
-        CacheRegisterSyscacheCallback(AUTHOID, ForgetOwner, 0);
-        owner_callback_registered = true;
-    }
     Oid schema;
     if (!OidIsValid(cached_owner) && !ReadExtension("fencing", &cached_owner, &schema))
         cached_owner = InvalidOid;

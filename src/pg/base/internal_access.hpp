@@ -31,7 +31,10 @@ void BeginInternal(InternalSession *session);
 void EndInternal(const InternalSession *session);
 
 // The role that owns the fencing extension (InvalidOid when not installed).
+// Cached per backend until a pg_authid change (the AUTHOID syscache callback,
+// registered once from _PG_init).
 Oid ExtensionOwner();
+void RegisterInternalAccessCallbacks();
 // The schema the extension's objects live in (InvalidOid when not installed).
 Oid ExtensionSchema();
 // The schema named fencing, looked up by name on every call (the extension

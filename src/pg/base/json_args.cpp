@@ -1,3 +1,6 @@
+// JSON arguments (pg/base/json_args.hpp). A value reaches its column as text
+// through the column type's own input function, run as the caller: the same
+// conversion, domain checks and errors as the literal in an INSERT.
 #include "pg/base/json_args.hpp"
 
 extern "C" {
@@ -15,6 +18,8 @@ void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out
     if (!JB_ROOT_IS_OBJECT(doc) || JB_ROOT_IS_SCALAR(doc))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("%s must be a JSON object", argname)));
+    // The object header's count sizes the arrays; a document that has more
+    // members than it says is corrupt.
     int capacity = JB_ROOT_COUNT(doc);
     if (capacity > MaxTupleAttributeNumber)
         ereport(ERROR, (errcode(ERRCODE_TOO_MANY_COLUMNS),
@@ -41,6 +46,8 @@ void ReadMembers(Jsonb *doc, const char *argname, bool allow_empty, Members *out
 
 namespace {
 
+// A scalar's text as a SQL literal would spell it (numbers by numeric_out,
+// so no precision is lost); nullptr for JSON null.
 char *ScalarText(const JsonbValue &v) {
     switch (v.type) {
         case jbvNull:
@@ -61,6 +68,8 @@ char *ScalarText(const JsonbValue &v) {
     }
 }
 
+// An array literal's element, double-quoted so that commas, braces and
+// spaces in it stay part of the element.
 void AppendQuoted(StringInfo buf, const char *text) {
     appendStringInfoChar(buf, '"');
     for (const char *p = text; *p != '\0'; ++p) {
@@ -115,6 +124,8 @@ void ConversionErrorContext(void *arg) {
 
 }  // namespace
 
+// The callback lives in the caller's frame: an ereport unwinds past it, and
+// PostgreSQL resets error_context_stack on the way.
 void PushConversionContext(ErrorContextCallback *callback, const char *column) {
     callback->callback = ConversionErrorContext;
     callback->arg = const_cast<char *>(column);

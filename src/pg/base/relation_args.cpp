@@ -46,4 +46,11 @@ void RequireRelationPrivilege(Oid relid, AclMode mode, bool any_column) {
     ReportRelationAcl(ACLCHECK_NO_PRIV, relid);
 }
 
+TriggerData *TriggerCallData(FunctionCallInfo fcinfo, const char *function) {
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s can only be called as a trigger", function)));
+    return reinterpret_cast<TriggerData *>(fcinfo->context);
+}
+
 }  // namespace fencing::pg

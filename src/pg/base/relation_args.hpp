@@ -4,6 +4,7 @@
 #include "pg/base/pg.hpp"
 
 extern "C" {
+#include "commands/trigger.h"
 #include "nodes/parsenodes.h"  // AclMode
 }
 
@@ -22,5 +23,9 @@ void RequireRelationOwner(Oid relid);
 // 42501 unless the current user holds mode on relid ("permission denied for
 // table ..."). With any_column, mode on any one of its columns is enough too.
 void RequireRelationPrivilege(Oid relid, AclMode mode, bool any_column = false);
+
+// The trigger call's data; 39P01 ("<function> can only be called as a
+// trigger") when fcinfo is not a trigger call.
+TriggerData *TriggerCallData(FunctionCallInfo fcinfo, const char *function);
 
 }  // namespace fencing::pg

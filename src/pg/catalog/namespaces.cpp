@@ -16,8 +16,9 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// 1.1 keeps the owner as regrole; a library newer than the installed SQL
-// (1.0, before ALTER EXTENSION UPDATE) still finds a role name there.
+// Whether the owner is kept as a regrole. Before ALTER EXTENSION UPDATE the
+// installed SQL may still keep a role name there, and this library reads
+// either.
 bool OwnerKeptByOid() {
     Oid nsp = ExtensionSchemaOid(false);
     Oid rel = get_relname_relid("resource_namespace", nsp);
@@ -63,7 +64,7 @@ InternalStatement owner_claim[2] = {
 // Whether the namespace has no owner row but holds HWMs or leases: they came
 // from elsewhere (logical replication from a publisher that claimed it at run
 // time, where fencing.resource_namespace does not travel, or a partial
-// restore). [with_leases]: 1.0's SQL has no fencing.lease.
+// restore). [with_leases]: the installed SQL may predate fencing.lease.
 #define FENCING_STATE_WITHOUT_OWNER                                     \
     "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
     "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
@@ -123,49 +124,52 @@ Oid NamespaceOwner(const char *name_space) {
     return StoredOwner(name_space, false);
 }
 
+namespace {
+
+// Claims an unclaimed namespace for table_owner, then reads its owner under
+// a row lock, so two first claims cannot both win.
+Oid ClaimNamespace(const char *name_space, Oid table_owner) {
+    // Claiming a namespace whose state came without its owner would let the
+    // first role to ask reset that state: only a superuser may give it an
+    // owner then.
+    Datum ns[] = {CStringGetTextDatum(name_space)};
+    if (!superuser_arg(table_owner) &&
+        RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("resource namespace %s has no owner here but holds high-water marks "
+                               "or leases",
+                               quote_literal_cstr(name_space)),
+                        errdetail("They came without their owner (logical replication or a partial "
+                                  "restore); claiming the namespace would let %s reset them.",
+                                  RoleName(table_owner)),
+                        errhint("A superuser can give it its owner: INSERT INTO "
+                                "fencing.resource_namespace (name, owner) VALUES (%s, '<role>').",
+                                quote_literal_cstr(name_space))));
+    bool by_oid = OwnerKeptByOid();
+    NameData owner_name;
+    namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));
+    Datum values[] = {CStringGetTextDatum(name_space),
+                      by_oid ? ObjectIdGetDatum(table_owner) : NameGetDatum(&owner_name)};
+    RunInternalStatement(&owner_claim[by_oid], values, nullptr);
+    Oid owner = StoredOwner(name_space, true);
+    // Its role was dropped: only a role with superuser rights may take it
+    // over, explicitly, since tables of the old owner may be in it.
+    if (!OidIsValid(owner))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("resource namespace %s belongs to a role that no longer exists",
+                               quote_literal_cstr(name_space)),
+                        errhint("A superuser can give it a new owner: UPDATE "
+                                "fencing.resource_namespace SET owner = '<role>' WHERE name = %s.",
+                                quote_literal_cstr(name_space))));
+    return owner;
+}
+
+}  // namespace
+
 void JoinNamespace(const char *name_space, Oid table_owner) {
-    Oid owner;
-    if (strcmp(name_space, kDefaultNamespace) == 0) {
-        owner = ExtensionOwner();
-    } else {
-        // Claim it if unclaimed; then read the owner under a row lock, so two
-        // first claims cannot both win.
-        // Claiming a namespace whose state came without its owner would let
-        // the first role to ask reset that state: only a superuser may give
-        // it an owner then.
-        Datum ns[] = {CStringGetTextDatum(name_space)};
-        if (!superuser_arg(table_owner) &&
-            RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("resource namespace %s has no owner here but holds high-water marks "
-                            "or leases",
-                            quote_literal_cstr(name_space)),
-                     errdetail("They came without their owner (logical replication or a partial "
-                               "restore); claiming the namespace would let %s reset them.",
-                               RoleName(table_owner)),
-                     errhint("A superuser can give it its owner: INSERT INTO "
-                             "fencing.resource_namespace (name, owner) VALUES (%s, '<role>').",
-                             quote_literal_cstr(name_space))));
-        bool by_oid = OwnerKeptByOid();
-        NameData owner_name;
-        namestrcpy(&owner_name, GetUserNameFromId(table_owner, false));
-        Datum values[] = {CStringGetTextDatum(name_space),
-                          by_oid ? ObjectIdGetDatum(table_owner) : NameGetDatum(&owner_name)};
-        RunInternalStatement(&owner_claim[by_oid], values, nullptr);
-        owner = StoredOwner(name_space, true);
-        if (!OidIsValid(owner)) {
-            // Its role was dropped: only a role with superuser rights may take
-            // it over, explicitly, since tables of the old owner may be in it.
-            ereport(ERROR,
-                    (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                     errmsg("resource namespace %s belongs to a role that no longer exists",
-                            quote_literal_cstr(name_space)),
-                     errhint("A superuser can give it a new owner: UPDATE "
-                             "fencing.resource_namespace SET owner = '<role>' WHERE name = %s.",
-                             quote_literal_cstr(name_space))));
-        }
-    }
+    Oid owner = strcmp(name_space, kDefaultNamespace) == 0
+                    ? ExtensionOwner()
+                    : ClaimNamespace(name_space, table_owner);
     if (!has_privs_of_role(table_owner, owner))
         ereport(
             ERROR,
@@ -191,6 +195,16 @@ void RequireNamespaceOwner(const char *name_space, Oid role, const char *action)
          errmsg("only the owner of resource namespace %s may %s", quote_literal_cstr(name_space),
                 action),
          OidIsValid(owner) ? errdetail("The namespace belongs to role %s.", RoleName(owner)) : 0));
+}
+
+void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action) {
+    if (strcmp(name_space, kDefaultNamespace) != 0 && !OidIsValid(NamespaceOwner(name_space))) {
+        // Claims it for the caller (or, when a concurrent claim won, checks
+        // the caller against its owner under the row lock).
+        JoinNamespace(name_space, caller);
+        return;
+    }
+    RequireNamespaceOwner(name_space, caller, action);
 }
 
 }  // namespace fencing::pg

@@ -24,7 +24,7 @@ inline constexpr const char *kDefaultNamespace = "default";
 // The namespace argument n of a resource-named function: 22004 when NULL.
 char *NamespaceArg(FunctionCallInfo fcinfo, int n);
 
-// All three run inside an internal session (pg/base/internal_access.hpp).
+// All four run inside an internal session (pg/base/internal_access.hpp).
 //
 // The namespace's owner; InvalidOid when it is unclaimed (or its role is gone).
 Oid NamespaceOwner(const char *name_space);
@@ -33,5 +33,11 @@ Oid NamespaceOwner(const char *name_space);
 void JoinNamespace(const char *name_space, Oid table_owner);
 // Raises 42501 unless role has the privileges of the namespace's owner.
 void RequireNamespaceOwner(const char *name_space, Oid role, const char *action);
+// Raises 42501 unless caller has the privileges of the namespace's owner; an
+// unclaimed namespace is claimed for the caller first (as fencing_protect
+// claims one for a table's owner). 'default' belongs to the extension's owner.
+// For the functions that write a namespace's state directly (leases,
+// fencing_resource_advance).
+void RequireNamespaceWriter(const char *name_space, Oid caller, const char *action);
 
 }  // namespace fencing::pg

@@ -51,6 +51,26 @@ bool ReadProtectedRow(Oid relid, ProtectedRow *row) {
     return true;
 }
 
+List *ProtectedRelids() {
+    MemoryContext caller = CurrentMemoryContext;
+    InternalSession access;
+    BeginInternal(&access);
+    RunInternalSql(
+        "SELECT relid::pg_catalog.oid FROM fencing.protected"
+        " ORDER BY relid::pg_catalog.oid",
+        0, nullptr, nullptr, nullptr, true);
+    List *relids = NIL;
+    for (uint64 i = 0; i < SPI_processed; ++i) {
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+        MemoryContext spi = MemoryContextSwitchTo(caller);
+        relids = lappend_oid(relids, DatumGetObjectId(d));
+        MemoryContextSwitchTo(spi);
+    }
+    EndInternal(&access);
+    return relids;
+}
+
 bool RequireTokenByDefault() {
     RunInternalSql(
         "SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) OPERATOR(pg_catalog.=) 'false'"

@@ -1,3 +1,7 @@
+// pg/catalog owns what the extension's tables say about other objects: each
+// protected table's policy, each resource namespace's owner, and which
+// subscription replicates a table (see README.md).
+//
 // fencing.protected: one row per protected table, the single source of truth
 // for its policy. Dumped by pg_dump (an extension configuration table); every
 // change to a row re-installs the table's guards (fencing.protected_sync,
@@ -7,6 +11,10 @@
 
 #include "core/policy.hpp"
 #include "pg/base/pg.hpp"
+
+extern "C" {
+#include "nodes/pg_list.h"
+}
 
 namespace fencing::pg {
 
@@ -23,6 +31,10 @@ struct ProtectedRow {
 };
 
 bool ReadProtectedRow(Oid relid, ProtectedRow *row);
+// Every relid in fencing.protected, in OID order. The one function here that
+// opens an internal session of its own: the list is built in the caller's
+// memory context, which SPI_finish leaves intact.
+List *ProtectedRelids();
 // Inserts or replaces the row (fencing.protected_sync then installs guards).
 void WriteProtectedRow(const ProtectedRow &row);
 void DeleteProtectedRow(Oid relid);

@@ -2,8 +2,9 @@
 //
 // Two per-backend caches, both dropped by the syscache callbacks on
 // pg_subscription (SUBSCRIPTIONOID) and pg_subscription_rel
-// (SUBSCRIPTIONRELMAP), and the per-relation one also by relcache
-// invalidations (a partition attached or detached changes its ancestors):
+// (SUBSCRIPTIONRELMAP), and the per-relation one also by every relcache
+// invalidation (ForgetReplicatedRelations, from module.cpp's relcache
+// callback: a partition attached or detached changes its ancestors):
 //   * the enabled subscriptions of this database (usually none: then no
 //     relation is looked up at all);
 //   * per relation, the subscription replicating it, if any.
@@ -45,7 +46,6 @@ struct ReplicatedEntry {
     int subscription;  // index into enabled[], or -1
 };
 
-bool callbacks_registered = false;
 uint64 invalidations = 0;
 bool enabled_known = false;
 int n_enabled = 0;
@@ -68,22 +68,6 @@ void ForgetSubscriptions(Datum, int, uint32) {
 void ForgetRelationsCallback(Datum, int, uint32) {
     ++invalidations;
     ForgetRelations();
-}
-
-void ForgetRelcache(Datum, Oid) {
-    // Counted even with nothing cached: a lookup in flight must not cache
-    // what it read before the invalidation.
-    ++invalidations;
-    ForgetRelations();
-}
-
-void RegisterCallbacks() {
-    if (callbacks_registered)
-        return;
-    CacheRegisterSyscacheCallback(SUBSCRIPTIONOID, ForgetSubscriptions, 0);
-    CacheRegisterSyscacheCallback(SUBSCRIPTIONRELMAP, ForgetRelationsCallback, 0);
-    CacheRegisterRelcacheCallback(ForgetRelcache, 0);
-    callbacks_registered = true;
 }
 
 // pg_subscription is small and shared: a scan of it, keeping this
@@ -147,13 +131,24 @@ int LookUp(Relation rel) {
 // Whether this database has an enabled subscription (usually not: then no
 // relation needs looking up).
 bool AnyEnabledSubscription() {
-    RegisterCallbacks();
     if (!enabled_known)
         LoadEnabledSubscriptions();
     return n_enabled > 0;
 }
 
 }  // namespace
+
+void RegisterSubscriberCallbacks() {
+    CacheRegisterSyscacheCallback(SUBSCRIPTIONOID, ForgetSubscriptions, 0);
+    CacheRegisterSyscacheCallback(SUBSCRIPTIONRELMAP, ForgetRelationsCallback, 0);
+}
+
+void ForgetReplicatedRelations(Oid) {
+    // Counted even with nothing cached: a lookup in flight must not cache
+    // what it read before the invalidation.
+    ++invalidations;
+    ForgetRelations();
+}
 
 const char *SubscriptionReplicating(Relation rel) {
     if (!AnyEnabledSubscription())

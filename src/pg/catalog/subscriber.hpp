@@ -19,6 +19,15 @@ extern "C" {
 
 namespace fencing::pg {
 
+// The syscache callbacks on pg_subscription and pg_subscription_rel;
+// registered once, from _PG_init.
+void RegisterSubscriberCallbacks();
+
+// For module.cpp's relcache callback. Every relation's entry is forgotten,
+// whatever relid is: attaching a partitioned table changes the ancestors of
+// partitions below it whose own relcache entries are not invalidated.
+void ForgetReplicatedRelations(Oid relid);
+
 // The name of an enabled subscription of this database that replicates
 // relid (or, for a partition, one of its ancestors) into it, or nullptr.
 // Cached per backend and relation; with no enabled subscription in this

@@ -1,5 +1,5 @@
 // DDL that would orphan, reset or bypass a high-water mark: refused, or its
-// fencing state carried over (see ddl_checks.hpp).
+// fencing state carried over (see pg/ddl/checks.hpp).
 #include "pg/ddl/checks.hpp"
 
 #include "pg/hwm/store.hpp"
@@ -11,6 +11,7 @@
 #include "pg/base/guc.hpp"
 #include "pg/ddl/partition_removal.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/catalog/policy_store.hpp"
 #include "pg/keys/row_key.hpp"
 
 extern "C" {
@@ -45,7 +46,8 @@ extern "C" {
 
 namespace fencing::pg {
 
-// Raises if relid inherits (plain inheritance) from a fenced table: C11.
+// Raises if relid inherits (plain inheritance) from a fenced table: writes
+// through the parent would reach its rows without the parent's policy.
 void RequireNoFencedAncestor(Oid relid);
 
 namespace {
@@ -257,7 +259,10 @@ void CheckTokenColumnDrop(Oid named, Oid rel, const Policy &p, const char *colum
                  home, quote_literal_cstr(home))));
 }
 
-// C9, C13, M19: a subcommand of ALTER TABLE on fenced relation rel.
+// A subcommand of ALTER TABLE on fenced relation rel, refused when it would
+// orphan or rewrite fencing state: dropping the token column while it keys
+// state, changing the type of the token or resource column, changing or
+// dropping a row-scope primary key that has tombstones.
 void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd) {
     bool row = p.scope == Scope::kRow;
     AttrNumber attnum = InvalidAttrNumber;
@@ -356,7 +361,9 @@ void CarryState(Oid home, const char *attached, List *sources) {
     ereport(NOTICE, (errmsg("fencing state of %s carried over to %s", attached, RelName(home))));
 }
 
-// C10: ATTACH PARTITION into a fenced partitioned table.
+// ATTACH PARTITION into a fenced partitioned table: the state the partition
+// kept as its own home (tombstones, a table HWM) is carried into its new
+// home's, or the ATTACH refused, so no stale writer gets past it there.
 void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
     if (!OidIsValid(part) || !pg_class_ownercheck(part, GetUserId()))
@@ -371,7 +378,7 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     CarryState(home, RelName(part), find_all_inheritors(part, AccessExclusiveLock, nullptr));
 }
 
-// M17: a partition detached from a fenced table goes on being fenced on its
+// A partition detached from a fenced table goes on being fenced on its
 // own, by the policy and the high-water marks it was judged against.
 void OnDetach(PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
@@ -426,8 +433,8 @@ void OnDetach(PartitionCmd *cmd) {
 }
 
 // DETACH ... FINALIZE of a partition a DETACH CONCURRENTLY left detach-pending
-// (refused in row scope above, so one that a server before 1.4 started, or
-// that ran with this event trigger disabled): in row scope the rows leave
+// (refused in row scope above: so one started by an earlier version of the
+// extension, or while this event trigger was disabled): in row scope the rows leave
 // now, and leave tombstones under the parent's home first.
 void OnDetachFinalize(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
@@ -496,31 +503,52 @@ void CheckAlterTable(AlterTableStmt *stmt) {
     }
 }
 
-// C14: ALTER TYPE ... RENAME VALUE of an enum that keys fencing state.
+// ALTER TYPE ... RENAME VALUE of an enum that keys fencing state: tombstones
+// and resource HWMs are stored under the label's text, which a rename would
+// orphan.
+// The column of rel (guarded by p) that keys fencing state and whose values
+// can contain a label of enum_type: the resource column, or a primary key
+// column in row scope (tombstones). InvalidAttrNumber when none.
+AttrNumber EnumKeyedColumn(Oid rel, const Policy &p, Oid enum_type) {
+    if (p.scope == Scope::kResource)
+        return TypeMentions(get_atttype(rel, p.resource_attnum), enum_type, 0) ? p.resource_attnum
+                                                                               : InvalidAttrNumber;
+    if (p.scope != Scope::kRow)
+        return InvalidAttrNumber;
+    AttrNumber keyed = InvalidAttrNumber;
+    Relation r = table_open(rel, AccessShareLock);
+    PrimaryKey pk;
+    if (GetPrimaryKey(r, &pk))
+        for (int i = 0; i < pk.natts && keyed == InvalidAttrNumber; ++i)
+            if (TypeMentions(get_atttype(rel, pk.attnums[i]), enum_type, 0))
+                keyed = pk.attnums[i];
+    table_close(r, AccessShareLock);
+    return keyed;
+}
+
+[[noreturn]] void RefuseEnumRename(const AlterEnumStmt *stmt, Oid enum_type, Oid rel,
+                                   const Policy &p, AttrNumber keyed) {
+    ereport(ERROR,
+            (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+             errmsg("cannot rename value \"%s\" of enum type %s: fenced table %s is keyed by it",
+                    stmt->oldVal, format_type_be(enum_type), RelName(p.home_relid)),
+             errdetail("%s of %s are stored under the label's text (column \"%s\"); "
+                       "renaming it would orphan them and reset the high-water mark.",
+                       p.scope == Scope::kRow ? "Tombstones" : "Resource high-water marks",
+                       RelName(p.home_relid), get_attname(rel, keyed, false)),
+             errhint("Add a new label with ALTER TYPE ... ADD VALUE and move rows to "
+                     "it with fenced writes, or fencing_unprotect() the table first.")));
+    pg_unreachable();
+}
+
 void CheckAlterEnum(AlterEnumStmt *stmt) {
     if (stmt->oldVal == nullptr)
         return;  // ADD VALUE keeps every existing label
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
     if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
         return;
-    // The list is read after SPI_finish, which frees SPI's procedure context:
-    // it is built in the caller's.
-    MemoryContext caller = CurrentMemoryContext;
-    InternalSession access;
-    BeginInternal(&access);
-    RunInternalSql("SELECT relid::pg_catalog.oid FROM fencing.protected", 0, nullptr, nullptr,
-                   nullptr, true);
-    List *fenced = NIL;
-    for (uint64 i = 0; i < SPI_processed; ++i) {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-        MemoryContext spi = MemoryContextSwitchTo(caller);
-        fenced = lappend_oid(fenced, DatumGetObjectId(d));
-        MemoryContextSwitchTo(spi);
-    }
-    EndInternal(&access);
     ListCell *lc, *leaf;
-    foreach (lc, fenced) {
+    foreach (lc, ProtectedRelids()) {
         if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(lfirst_oid(lc))))
             continue;
         foreach (leaf, GuardedRelations(lfirst_oid(lc), NoLock)) {
@@ -528,34 +556,9 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
             Policy p;
             if (!GuardPolicy(rel, &p))
                 continue;
-            AttrNumber keyed = InvalidAttrNumber;
-            if (p.scope == Scope::kResource &&
-                TypeMentions(get_atttype(rel, p.resource_attnum), enum_type, 0))
-                keyed = p.resource_attnum;
-            if (p.scope == Scope::kRow) {
-                Relation r = table_open(rel, AccessShareLock);
-                PrimaryKey pk;
-                if (GetPrimaryKey(r, &pk))
-                    for (int i = 0; i < pk.natts && keyed == InvalidAttrNumber; ++i)
-                        if (TypeMentions(get_atttype(rel, pk.attnums[i]), enum_type, 0))
-                            keyed = pk.attnums[i];
-                table_close(r, AccessShareLock);
-            }
+            AttrNumber keyed = EnumKeyedColumn(rel, p, enum_type);
             if (keyed != InvalidAttrNumber)
-                ereport(
-                    ERROR,
-                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                     errmsg("cannot rename value \"%s\" of enum type %s: fenced table %s is "
-                            "keyed by it",
-                            stmt->oldVal, format_type_be(enum_type), RelName(p.home_relid)),
-                     errdetail("%s of %s are stored under the label's text (column \"%s\"); "
-                               "renaming it would orphan them and reset the high-water mark.",
-                               p.scope == Scope::kRow ? "Tombstones"
-                                                      : "Resource high-water "
-                                                        "marks",
-                               RelName(p.home_relid), get_attname(rel, keyed, false)),
-                     errhint("Add a new label with ALTER TYPE ... ADD VALUE and move rows to "
-                             "it with fenced writes, or fencing_unprotect() the table first.")));
+                RefuseEnumRename(stmt, enum_type, rel, p, keyed);
         }
     }
 }
@@ -563,8 +566,8 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
 // CREATE TABLE ... (LIKE fenced ...): LIKE copies columns, not the policy.
 // Said in a NOTICE for each fenced source the caller may read whose policy
 // is not what a new table gets anyway (row scope, on_stale error, not
-// strict; require_token is the installed version's default either way for
-// tables fenced from 1.4 on, and shown in the DETAIL).
+// strict; require_token is the installed SQL's default either way, and shown
+// in the DETAIL).
 void CheckCreateLike(CreateStmt *stmt) {
     ListCell *lc;
     foreach (lc, stmt->tableElts) {
@@ -604,9 +607,11 @@ void CheckCreateLike(CreateStmt *stmt) {
 
 }  // namespace
 
-void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
-                      bool row_scope) {
-    // M14
+namespace {
+
+// A token column as the resource would name a new resource with every new
+// token: no write could be stale.
+void RequireResourceNotToken(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum) {
     if (resource_attnum > 0 && resource_attnum == token_attnum)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("the resource column of %s cannot be its token column \"%s\"",
@@ -614,27 +619,36 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                         errdetail("Every write with a new token would name a new resource, so "
                                   "no write could ever be stale."),
                         errhint("Name the column that identifies the resource.")));
-    // C6
+}
+
+// The guard judges a column's value before the row is stored: a value
+// computed later (generated, identity) would escape it.
+void RequireNoComputedColumns(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
+                              bool row_scope) {
     const char *why = ComputedColumn(relid, token_attnum, true);
     if (why != nullptr)
         RefuseComputed(relid, "token", token_attnum, why);
     if (resource_attnum > 0 && (why = ComputedColumn(relid, resource_attnum, false)) != nullptr)
         RefuseComputed(relid, "resource", resource_attnum, why);
-    if (row_scope) {
-        Relation rel = table_open(relid, AccessShareLock);
-        PrimaryKey pk;
-        bool has_pk = GetPrimaryKey(rel, &pk);
-        table_close(rel, AccessShareLock);
-        for (int i = 0; has_pk && i < pk.natts; ++i)
-            if ((why = ComputedColumn(relid, pk.attnums[i], false)) != nullptr)
-                RefuseComputed(relid, "primary key", pk.attnums[i], why);
-    }
-    // C11
-    if (get_rel_relkind(relid) == RELKIND_RELATION) {
-        List *children = find_inheritance_children(relid, NoLock);
-        if (children != NIL)
-            ereport(
-                ERROR,
+    if (!row_scope)
+        return;
+    Relation rel = table_open(relid, AccessShareLock);
+    PrimaryKey pk;
+    bool has_pk = GetPrimaryKey(rel, &pk);
+    table_close(rel, AccessShareLock);
+    for (int i = 0; has_pk && i < pk.natts; ++i)
+        if ((why = ComputedColumn(relid, pk.attnums[i], false)) != nullptr)
+            RefuseComputed(relid, "primary key", pk.attnums[i], why);
+}
+
+// Writes through a parent reach its inheritance children's rows, which its
+// guard does not judge.
+void RequireNoInheritanceChildren(Oid relid) {
+    if (get_rel_relkind(relid) != RELKIND_RELATION)
+        return;
+    List *children = find_inheritance_children(relid, NoLock);
+    if (children != NIL)
+        ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("table %s cannot be fenced: it has inheritance children", RelName(relid)),
                  errdetail("Writes through %s reach rows of %s, which its guard does not "
@@ -643,9 +657,11 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                  errhint("Use declarative partitioning (partitions take the parent's "
                          "policy), or create the column with fencing.auto_protect = off "
                          "and fence each table on its own.")));
-    }
-    RequireNoFencedAncestor(relid);
-    // M15
+}
+
+// An unlogged table (or partition) loses its rows, and the HWMs they carry,
+// in a crash.
+void RequireLogged(Oid relid) {
     ListCell *lc;
     foreach (lc, lappend_oid(GuardedRelations(relid, NoLock), relid)) {
         if (get_rel_persistence(lfirst_oid(lc)) == RELPERSISTENCE_UNLOGGED)
@@ -660,6 +676,17 @@ void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_at
                      errhint("Keep fenced tables logged, or create the table with "
                              "fencing.auto_protect = off and leave it unfenced.")));
     }
+}
+
+}  // namespace
+
+void RequireFenceable(Oid relid, AttrNumber token_attnum, AttrNumber resource_attnum,
+                      bool row_scope) {
+    RequireResourceNotToken(relid, token_attnum, resource_attnum);
+    RequireNoComputedColumns(relid, token_attnum, resource_attnum, row_scope);
+    RequireNoInheritanceChildren(relid);
+    RequireNoFencedAncestor(relid);
+    RequireLogged(relid);
 }
 
 void RequireNoFencedAncestor(Oid relid) {
@@ -678,7 +705,7 @@ void CheckAfterTableDdl(Oid relid) {
     char kind = get_rel_relkind(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
         return;
-    // C11: plain inheritance from a fenced table, whether relid is fenced or not.
+    // Plain inheritance from a fenced table, whether relid is fenced or not.
     RequireNoFencedAncestor(relid);
     ProtectedRow row;
     Oid home = relid;

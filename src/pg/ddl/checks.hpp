@@ -1,3 +1,7 @@
+// pg/ddl owns keeping fencing in step with DDL: checks before a command, the
+// hooks after it, and tombstones for the rows DDL takes out of a fenced
+// table (see README.md).
+//
 // DDL that would orphan, reset or bypass a high-water mark is refused (or its
 // state is carried over) here. Two kinds of checks:
 //
@@ -9,7 +13,7 @@
 //    auto-protection, SET UNLOGGED, INHERIT, ADD GENERATED ... fail and roll
 //    back the DDL.
 //  * What a command is about to change (the ddl_command_start event trigger
-//    fencing.ddl_check_start, installed by the 1.1 script): a type change of
+//    fencing.ddl_check_start): a type change of
 //    the token or resource column, of a row-scope key that has tombstones,
 //    dropping such a key, renaming an enum label that keys fencing state;
 //    ATTACH / DETACH PARTITION, whose fencing state is carried over; and the

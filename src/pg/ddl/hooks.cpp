@@ -66,17 +66,11 @@ bool IsPartmanTemplate(Oid relid) {
            strncmp(get_rel_name(relid), "template_", strlen("template_")) == 0;
 }
 
-// DDL hook, for one table created or altered by the current command.
-void OnTableDdl(Oid relid) {
-    char kind = get_rel_relkind(relid);
-    if (kind == RELKIND_FOREIGN_TABLE && OidIsValid(ProtectedAncestor(relid)))
-        RefuseForeignPartition(relid);
-    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
-        return;
-    // Temporary tables are never fenced: their drop at session end fires no
-    // event trigger, so policy rows would outlive them. One with a
-    // fencing_token column is said to be unfenced (it would otherwise be
-    // fenced automatically). Nor are the extension's own tables fenced.
+// Temporary tables are never fenced: their drop at session end fires no
+// event trigger, so policy rows would outlive them. One with a
+// fencing_token column is said to be unfenced (it would otherwise be fenced
+// automatically). Nor are the extension's own tables fenced.
+bool NeverFenced(Oid relid) {
     if (get_rel_persistence(relid) == RELPERSISTENCE_TEMP) {
         char token[NAMEDATALEN];
         if (AutoProtectEnabled() && TokenColumns(relid, token) > 0)
@@ -88,59 +82,66 @@ void OnTableDdl(Oid relid) {
                            "ordinary column.",
                            token),
                  errhint("Use a regular table for rows whose writes must be fenced.")));
-        return;
+        return true;
     }
-    if (get_rel_namespace(relid) == ExtensionSchemaOid(true))
-        return;
-    ProtectedRow row;
-    if (ReadProtectedRow(relid, &row)) {
-        // Renames keep attnums: follow them from a guard to the new names.
-        List *guarded = GuardedRelations(relid, AccessShareLock);
-        Policy policy;
-        if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy)) {
-            Oid leaf = linitial_oid(guarded);
-            char *token = LiveAttName(leaf, policy.token_attnum);
-            char *resource =
-                policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
-            Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
-            if (token != nullptr && !IsTokenColumnType(token_type)) {
-                ereport(
-                    NOTICE,
-                    (errmsg(
-                        "table %s is no longer fenced: its token column \"%s\" is now of type %s",
+    return get_rel_namespace(relid) == ExtensionSchemaOid(true);
+}
+
+// A protected table's policy names its columns; the guard on leaf keeps
+// their attnums, which renames keep. Follows them: the policy ends when the
+// token column was retyped to a non-token type or a policy column dropped,
+// and takes the new names after a rename. False when the columns are still
+// as the policy names them.
+bool FollowPolicyColumns(Oid relid, Oid leaf, const Policy &policy, ProtectedRow *row) {
+    char *token = LiveAttName(leaf, policy.token_attnum);
+    char *resource =
+        policy.resource_attnum > 0 ? LiveAttName(leaf, policy.resource_attnum) : nullptr;
+    Oid token_type = token != nullptr ? get_atttype(leaf, policy.token_attnum) : InvalidOid;
+    if (token != nullptr && !IsTokenColumnType(token_type)) {
+        ereport(NOTICE,
+                (errmsg("table %s is no longer fenced: its token column \"%s\" is now of type %s",
                         RelName(relid), token, format_type_be(token_type))));
-                DeleteProtectedRow(relid);
-                return;
-            }
-            if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
-                ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
-                                        RelName(relid), token == nullptr ? "token" : "resource")));
-                DeleteProtectedRow(relid);
-                return;
-            }
-            if (strcmp(token, row.token_column) != 0 ||
-                (resource != nullptr && strcmp(resource, row.resource_column) != 0)) {
-                strlcpy(row.token_column, token, NAMEDATALEN);
-                if (resource != nullptr)
-                    strlcpy(row.resource_column, resource, NAMEDATALEN);
-                WriteProtectedRow(row);
-                return;
-            }
-        }
-        SyncGuards(relid);  // e.g. a partition attached
-        return;
+        DeleteProtectedRow(relid);
+        return true;
     }
-    Oid ancestor = ProtectedAncestor(relid);
-    if (OidIsValid(ancestor)) {
-        SyncGuards(ancestor);
-        return;
+    if (token == nullptr || (policy.resource_attnum > 0 && resource == nullptr)) {
+        ereport(NOTICE, (errmsg("table %s is no longer fenced: its %s column was dropped",
+                                RelName(relid), token == nullptr ? "token" : "resource")));
+        DeleteProtectedRow(relid);
+        return true;
     }
+    if (strcmp(token, row->token_column) == 0 &&
+        (resource == nullptr || strcmp(resource, row->resource_column) == 0))
+        return false;
+    strlcpy(row->token_column, token, NAMEDATALEN);
+    if (resource != nullptr)
+        strlcpy(row->resource_column, resource, NAMEDATALEN);
+    WriteProtectedRow(*row);
+    return true;
+}
+
+// A protected table after DDL: its policy follows its columns, or else its
+// guards are synced (e.g. a partition attached).
+void FollowPolicy(Oid relid, ProtectedRow *row) {
+    List *guarded = GuardedRelations(relid, AccessShareLock);
+    Policy policy;
+    if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy) &&
+        FollowPolicyColumns(relid, linitial_oid(guarded), policy, row))
+        return;
+    SyncGuards(relid);
+}
+
+// Whether a table that is not protected, nor a partition of one, is fenced
+// automatically: fencing.auto_protect is on and it has exactly one
+// fencing_token column (its name in row). A NOTICE says why a table with
+// the column is left alone. A pg_repack work table never is.
+bool WantsAutoProtection(Oid relid, ProtectedRow *row) {
     if (!AutoProtectEnabled() || InRepackSchema(relid))
-        return;
-    memset(&row, 0, sizeof(row));
-    int n = TokenColumns(relid, row.token_column);
+        return false;
+    memset(row, 0, sizeof(*row));
+    int n = TokenColumns(relid, row->token_column);
     if (n == 0)
-        return;
+        return false;
     Oid below = ProtectedDescendant(relid);
     if (OidIsValid(below)) {
         ereport(NOTICE,
@@ -153,7 +154,7 @@ void OnTableDdl(Oid relid) {
                  errhint("Detach %s, call fencing_protect(%s), then attach %s again: ATTACH "
                          "carries its state over.",
                          RelName(below), quote_literal_cstr(RelName(relid)), RelName(below))));
-        return;
+        return false;
     }
     if (IsPartmanTemplate(relid)) {
         ereport(NOTICE, (errmsg("table %s is not fenced automatically: it is pg_partman's "
@@ -161,25 +162,47 @@ void OnTableDdl(Oid relid) {
                                 RelName(relid)),
                          errdetail("It holds no rows; the partitions pg_partman creates take "
                                    "their parent's policy.")));
-        return;
+        return false;
     }
     if (n > 1) {
         ereport(NOTICE,
                 (errmsg("table %s is not fenced automatically: it has %d fencing_token columns",
                         RelName(relid), n),
                  errhint("Call fencing_protect() with token_column => '...'.")));
-        return;
+        return false;
     }
-    row.relid = relid;
-    row.scope = Scope::kRow;
-    row.on_stale = OnStale::kError;
-    // Fail closed from 1.4 on: the installed version's default (true since
-    // 1.4, whose update script leaves tables protected before as they were).
-    row.require_token = RequireTokenByDefault();
-    row.resource_namespace = pstrdup("");
+    return true;
+}
+
+// Protects relid in row scope with the defaults, by its token column in row.
+void AutoProtect(Oid relid, ProtectedRow *row) {
+    row->relid = relid;
+    row->scope = Scope::kRow;
+    row->on_stale = OnStale::kError;
+    // Fail closed: the default the installed SQL gives require_token (its
+    // update scripts leave tables protected before as they were).
+    row->require_token = RequireTokenByDefault();
+    row->resource_namespace = pstrdup("");
     RequireCanonicalRowKeyOf(relid);
     RequireTombstoneKeysFitRows(relid);
-    WriteProtectedRow(row);
+    WriteProtectedRow(*row);
+}
+
+// DDL hook, for one table created or altered by the current command.
+void OnTableDdl(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind == RELKIND_FOREIGN_TABLE && OidIsValid(ProtectedAncestor(relid)))
+        RefuseForeignPartition(relid);
+    if ((kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE) || NeverFenced(relid))
+        return;
+    ProtectedRow row;
+    Oid ancestor;
+    if (ReadProtectedRow(relid, &row))
+        FollowPolicy(relid, &row);
+    else if (OidIsValid(ancestor = ProtectedAncestor(relid)))
+        SyncGuards(ancestor);
+    else if (WantsAutoProtection(relid, &row))
+        AutoProtect(relid, &row);
 }
 
 }  // namespace
@@ -189,10 +212,7 @@ using namespace fencing::pg;
 
 // AFTER INSERT OR UPDATE OR DELETE ON fencing.protected, ENABLE ALWAYS.
 FENCING_FUNCTION(fencing_protected_sync) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.protected_sync() can only be called as a trigger")));
-    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerData *td = TriggerCallData(fcinfo, "fencing.protected_sync()");
     // Only as installed: AFTER ROW on fencing.protected (a superuser could
     // attach it elsewhere, or FOR EACH STATEMENT, with no rows to read).
     Oid nsp = ExtensionSchemaOid(true);
