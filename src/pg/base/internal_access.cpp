@@ -101,17 +101,25 @@ void EndInternal(const InternalSession *session) {
     SPI_finish();
 }
 
+SPIPlanPtr PrepareKeptPlan(const char *sql, int nargs, const Oid *argtypes, int sqlstate,
+                           const char *failure) {
+    SPIPlanPtr plan = SPI_prepare(sql, nargs, const_cast<Oid *>(argtypes));
+    if (plan == nullptr)
+        ereport(ERROR,
+                (errcode(sqlstate), errmsg("%s: %s", failure, SPI_result_code_string(SPI_result))));
+    SPI_keepplan(plan);
+    return plan;
+}
+
+SPIPlanPtr InternalPlan(InternalStatement *stmt) {
+    if (stmt->plan == nullptr)
+        stmt->plan = PrepareKeptPlan(stmt->sql, stmt->nargs, stmt->argtypes, ERRCODE_INTERNAL_ERROR,
+                                     "fencing: could not prepare internal statement");
+    return stmt->plan;
+}
+
 uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
-    if (stmt->plan == nullptr) {
-        SPIPlanPtr plan = SPI_prepare(stmt->sql, stmt->nargs, stmt->argtypes);
-        if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("fencing: could not prepare internal statement: %s",
-                                   SPI_result_code_string(SPI_result))));
-        SPI_keepplan(plan);
-        stmt->plan = plan;
-    }
-    int rc = SPI_execute_plan(stmt->plan, const_cast<Datum *>(values), nulls, false, 0);
+    int rc = SPI_execute_plan(InternalPlan(stmt), const_cast<Datum *>(values), nulls, false, 0);
     if (rc < 0)
         ereport(ERROR,
                 (errcode(ERRCODE_INTERNAL_ERROR),

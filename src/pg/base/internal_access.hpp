@@ -47,6 +47,16 @@ struct InternalStatement {
     SPIPlanPtr plan;
 };
 
+// Prepares sql and keeps the plan for the backend's life (SPI_keepplan;
+// PostgreSQL revalidates it after DDL). Inside an SPI connection; names resolve
+// under the search path in force now. On failure raises sqlstate with
+// "<failure>: <SPI's reason>".
+SPIPlanPtr PrepareKeptPlan(const char *sql, int nargs, const Oid *argtypes, int sqlstate,
+                           const char *failure);
+
+// stmt's plan, prepared and kept on first use (inside an internal session).
+SPIPlanPtr InternalPlan(InternalStatement *stmt);
+
 // Runs a prepared internal statement (inside an internal session); returns
 // SPI_processed, raises on SPI failure. nulls as for SPI_execute_plan.
 uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls);

@@ -1039,17 +1039,7 @@ bool LookupTombstoneDirect(Oid home_relid, Datum key, Token *hwm, bool *found) {
 // shape); the caller is inside an internal session.
 bool LookupTombstoneViaSpi(Oid home_relid, Datum key, Token *hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key};
-    if (tombstone_read.plan == nullptr) {
-        SPIPlanPtr plan =
-            SPI_prepare(tombstone_read.sql, tombstone_read.nargs, tombstone_read.argtypes);
-        if (plan == nullptr)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
-                            errmsg("fencing: could not prepare internal statement: %s",
-                                   SPI_result_code_string(SPI_result))));
-        SPI_keepplan(plan);
-        tombstone_read.plan = plan;
-    }
-    int rc = SPI_execute_snapshot(tombstone_read.plan, args, nullptr, GetLatestSnapshot(),
+    int rc = SPI_execute_snapshot(InternalPlan(&tombstone_read), args, nullptr, GetLatestSnapshot(),
                                   InvalidSnapshot, true, false, 1);
     if (rc < 0)
         ereport(ERROR,
