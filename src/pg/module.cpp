@@ -2,6 +2,9 @@
 // above every folder: it is the one place that wires the layers together
 // (settings, shared memory, and every cache and transaction callback).
 #include "pg/hwm/durability.hpp"
+#include "pg/hwm/raise_registry.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/keys/tombstone_key.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
@@ -9,7 +12,19 @@
 
 extern "C" {
 #include "utils/guc.h"
+#include "utils/inval.h"
 }
+
+namespace {
+
+// The one relcache callback of the module (a backend has room for few, for
+// every extension together): each cache of per-relation state forgets relid.
+void ForgetRelation(Datum, Oid relid) {
+    fencing::pg::ForgetStoreTables(relid);
+    fencing::pg::ForgetCheckedRowKey(relid);
+}
+
+}  // namespace
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -21,5 +36,7 @@ void _PG_init(void) {
     fencing::pg::DefineStatsSettings();
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
+    fencing::pg::RegisterRaiseRegistryCallbacks();
+    CacheRegisterRelcacheCallback(ForgetRelation, 0);
     fencing::pg::RegisterUnfencedCallbacks();
 }

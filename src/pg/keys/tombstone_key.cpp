@@ -103,6 +103,19 @@ text *Hex(const char *bytes, Size len) {
     return out;
 }
 
+// A float's bits with -0 as +0 and every NaN as the one NaN nan: equal under
+// float equality, equal in bits.
+template <typename Bits, typename Float>
+Bits CanonicalFloatBits(Float f, Bits nan) {
+    if (std::isnan(f))
+        return nan;
+    if (f == 0)
+        f = 0;
+    Bits bits;
+    memcpy(&bits, &f, sizeof(bits));
+    return bits;
+}
+
 text *KeyElement(Oid type, Datum value) {
     Oid base = getBaseType(type);
     switch (KindOf(base)) {
@@ -130,29 +143,12 @@ text *KeyElement(Oid type, Datum value) {
         case KeyKind::kNumeric:
             return cstring_to_text(numeric_normalize(DatumGetNumeric(value)));
         case KeyKind::kFloat4: {
-            float4 f = DatumGetFloat4(value);
-            uint32 bits;
-            if (std::isnan(f))
-                bits = 0x7fc00000;  // the one NaN
-            else {
-                if (f == 0)
-                    f = 0;  // -0 = +0
-                memcpy(&bits, &f, sizeof(bits));
-            }
-            bits = pg_hton32(bits);
+            uint32 bits = pg_hton32(CanonicalFloatBits<uint32>(DatumGetFloat4(value), 0x7fc00000));
             return Hex(reinterpret_cast<const char *>(&bits), sizeof(bits));
         }
         case KeyKind::kFloat8: {
-            float8 f = DatumGetFloat8(value);
-            uint64 bits;
-            if (std::isnan(f))
-                bits = UINT64CONST(0x7ff8000000000000);
-            else {
-                if (f == 0)
-                    f = 0;
-                memcpy(&bits, &f, sizeof(bits));
-            }
-            bits = pg_hton64(bits);
+            uint64 bits = pg_hton64(
+                CanonicalFloatBits<uint64>(DatumGetFloat8(value), UINT64CONST(0x7ff8000000000000)));
             return Hex(reinterpret_cast<const char *>(&bits), sizeof(bits));
         }
         case KeyKind::kInterval: {
@@ -199,15 +195,14 @@ constexpr const char *kRowScopeHint =
 // invalidation of it. An invalidation during the check voids its result.
 Oid checked_relid = InvalidOid;
 uint64 invalidations = 0;
-bool callback_registered = false;
 
-void ForgetChecked(Datum, Oid relid) {
+}  // namespace
+
+void ForgetCheckedRowKey(Oid relid) {
     ++invalidations;
     if (relid == InvalidOid || relid == checked_relid)
         checked_relid = InvalidOid;
 }
-
-}  // namespace
 
 // fencing_token: the type of that name that belongs to this extension, not
 // any type a user called so.
@@ -332,10 +327,6 @@ void RequireCanonicalRowKeyOf(Oid relid) {
 void RequireCanonicalRowKeyCached(Relation rel) {
     if (RelationGetRelid(rel) == checked_relid)
         return;
-    if (!callback_registered) {
-        CacheRegisterRelcacheCallback(ForgetChecked, 0);
-        callback_registered = true;
-    }
     uint64 before = invalidations;
     RequireCanonicalRowKey(rel);
     if (invalidations == before)

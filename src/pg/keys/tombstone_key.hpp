@@ -1,3 +1,7 @@
+// The keys folder owns how a write's HWM is keyed: a row by its primary key
+// (row_key), a resource by its namespace and name (resource_key), and a
+// deleted row's tombstone by the canonical form of its key (this file).
+//
 // Row scope: the canonical form of a primary key, under which a deleted row's
 // tombstone is stored in fencing.row_tombstone (relid, key text[], hwm).
 //
@@ -34,6 +38,9 @@ void RequireCanonicalRowKeyOf(Oid relid);
 // The same check for the guard's writes, remembered for the last relation
 // that passed until its relcache entry is invalidated (any DDL on it).
 void RequireCanonicalRowKeyCached(Relation rel);
+// That invalidation (relid; InvalidOid: every relation), from the module's
+// relcache callback.
+void ForgetCheckedRowKey(Oid relid);
 
 // The tombstone key of primary-key values (index column order, column types),
 // a text[] of one canonical element per column. Raises for a type without a
