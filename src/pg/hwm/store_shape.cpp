@@ -93,6 +93,42 @@ bool LookupIndexOk(Oid index, AttrNumber relid_attnum, AttrNumber key_attnum) {
     return ok;
 }
 
+// The scan keys (key_eq, in index column order) and the HWM read assume the
+// columns of the extension's CREATE TABLE: a primary key rebuilt on other
+// columns, in another order or over retyped ones (a superuser's ALTER TABLE)
+// would have the B-tree compare one type's datum as another (a crash): such a
+// table takes the SPI path, which plans by name.
+bool ColumnsAsCreated(const DirectTable *t, Relation rel) {
+    TupleDesc desc = RelationGetDescr(rel);
+    auto column_is = [desc](AttrNumber attnum, Oid type) {
+        return attnum >= 1 && attnum <= desc->natts &&
+               !TupleDescAttr(desc, attnum - 1)->attisdropped &&
+               TupleDescAttr(desc, attnum - 1)->atttypid == type;
+    };
+    if (!column_is(t->hwm_attnum, INT8OID))
+        return false;
+    for (int i = 0; i < t->nkeys; ++i)
+        if (!column_is(i + 1, t->key_type[i]))
+            return false;
+    return true;
+}
+
+// Whether the primary key index is on the key columns 1..nkeys, in order;
+// sets t's key_attnum from it.
+bool PrimaryKeyAsCreated(DirectTable *t, Oid index) {
+    Relation index_rel = OpenIndexIfExists(index);
+    if (index_rel == nullptr)
+        return false;
+    bool keys_ok =
+        index_rel->rd_index->indnkeyatts == t->nkeys && index_rel->rd_index->indnatts == t->nkeys;
+    for (int i = 0; keys_ok && i < t->nkeys; ++i) {
+        t->key_attnum[i] = index_rel->rd_index->indkey.values[i];
+        keys_ok = t->key_attnum[i] == i + 1;
+    }
+    index_close(index_rel, AccessShareLock);
+    return keys_ok;
+}
+
 bool ResolveDirectTable(DirectTable *t) {
     if (OidIsValid(t->relid))
         return true;
@@ -110,34 +146,10 @@ bool ResolveDirectTable(DirectTable *t) {
     Oid lookup = t->lookup_name != nullptr ? StoreRelid(t->lookup_name) : InvalidOid;
     int others = list_length(indexes) - 1;
     bool has_lookup = OidIsValid(lookup) && list_member_oid(indexes, lookup);
-    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && (others == 0 || t->read_only);
-    // The scan keys (key_eq, in index column order) and the HWM read assume
-    // the columns of the extension's CREATE TABLE: a primary key rebuilt on
-    // other columns, in another order or over retyped ones (a superuser's
-    // ALTER TABLE) would have the B-tree compare one type's datum as another
-    // (a crash): such a table takes the SPI path, which plans by name.
-    TupleDesc desc = RelationGetDescr(rel);
-    auto column_is = [desc](AttrNumber attnum, Oid type) {
-        return attnum >= 1 && attnum <= desc->natts &&
-               !TupleDescAttr(desc, attnum - 1)->attisdropped &&
-               TupleDescAttr(desc, attnum - 1)->atttypid == type;
-    };
-    direct_ok = direct_ok && column_is(t->hwm_attnum, INT8OID);
-    for (int i = 0; direct_ok && i < t->nkeys; ++i) direct_ok = column_is(i + 1, t->key_type[i]);
+    bool direct_ok = rel->rd_rel->relam == HEAP_TABLE_AM_OID && (others == 0 || t->read_only) &&
+                     ColumnsAsCreated(t, rel);
     table_close(rel, AccessShareLock);
-    if (!OidIsValid(index) || !direct_ok)
-        return false;
-    Relation index_rel = OpenIndexIfExists(index);
-    if (index_rel == nullptr)
-        return false;
-    bool keys_ok =
-        index_rel->rd_index->indnkeyatts == t->nkeys && index_rel->rd_index->indnatts == t->nkeys;
-    for (int i = 0; keys_ok && i < t->nkeys; ++i) {
-        t->key_attnum[i] = index_rel->rd_index->indkey.values[i];
-        keys_ok = t->key_attnum[i] == i + 1;
-    }
-    index_close(index_rel, AccessShareLock);
-    if (!keys_ok)
+    if (!OidIsValid(index) || !direct_ok || !PrimaryKeyAsCreated(t, index))
         return false;
     if (has_lookup && (t->nkeys != 2 || !LookupIndexOk(lookup, t->key_attnum[0], t->key_attnum[1])))
         return false;  // another index under its name: as any other index

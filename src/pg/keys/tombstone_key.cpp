@@ -116,6 +116,26 @@ Bits CanonicalFloatBits(Float f, Bits nan) {
     return bits;
 }
 
+// The span interval_cmp_value() of timestamp.c compares: months count 30
+// days, days 24 hours. int64 days cannot overflow (int32 fields).
+text *IntervalElement(const Interval *iv) {
+    int64 days = iv->month * INT64CONST(30) + iv->day;
+    int128 span = static_cast<int128>(iv->time) + static_cast<int128>(days) * USECS_PER_DAY;
+    uint64 words[2] = {pg_hton64(static_cast<uint64>(static_cast<uint128>(span) >> 64)),
+                       pg_hton64(static_cast<uint64>(span))};
+    return Hex(reinterpret_cast<const char *>(words), sizeof(words));
+}
+
+text *EnumElement(Datum value) {
+    HeapTuple tup = SearchSysCache1(ENUMOID, value);
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(value));
+    const char *label = NameStr(reinterpret_cast<Form_pg_enum>(GETSTRUCT(tup))->enumlabel);
+    text *out = Hex(label, strnlen(label, NAMEDATALEN));
+    ReleaseSysCache(tup);
+    return out;
+}
+
 text *KeyElement(Oid type, Datum value) {
     Oid base = getBaseType(type);
     switch (KindOf(base)) {
@@ -151,25 +171,10 @@ text *KeyElement(Oid type, Datum value) {
                 CanonicalFloatBits<uint64>(DatumGetFloat8(value), UINT64CONST(0x7ff8000000000000)));
             return Hex(reinterpret_cast<const char *>(&bits), sizeof(bits));
         }
-        case KeyKind::kInterval: {
-            // interval_cmp_value() of timestamp.c: months count 30 days, days
-            // 24 hours. int64 days cannot overflow (int32 fields).
-            const Interval *iv = DatumGetIntervalP(value);
-            int64 days = iv->month * INT64CONST(30) + iv->day;
-            int128 span = static_cast<int128>(iv->time) + static_cast<int128>(days) * USECS_PER_DAY;
-            uint64 words[2] = {pg_hton64(static_cast<uint64>(static_cast<uint128>(span) >> 64)),
-                               pg_hton64(static_cast<uint64>(span))};
-            return Hex(reinterpret_cast<const char *>(words), sizeof(words));
-        }
-        case KeyKind::kEnum: {
-            HeapTuple tup = SearchSysCache1(ENUMOID, value);
-            if (!HeapTupleIsValid(tup))
-                elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(value));
-            const char *label = NameStr(reinterpret_cast<Form_pg_enum>(GETSTRUCT(tup))->enumlabel);
-            text *out = Hex(label, strnlen(label, NAMEDATALEN));
-            ReleaseSysCache(tup);
-            return out;
-        }
+        case KeyKind::kInterval:
+            return IntervalElement(DatumGetIntervalP(value));
+        case KeyKind::kEnum:
+            return EnumElement(value);
         case KeyKind::kRefused:
             break;
     }
@@ -253,33 +258,41 @@ bool KeyTypeIsCanonical(Oid type, Oid collation, Oid opclass, const char **why) 
     return true;
 }
 
+namespace {
+
+// A table the relcache shows without a primary key: the relcache leaves out a
+// primary key that is not immediate, and without this check such a table
+// would silently leave no tombstones.
+void RefuseDeferrablePrimaryKey(Relation rel) {
+    List *indexes = RelationGetIndexList(rel);
+    ListCell *lc;
+    bool deferrable = false;
+    foreach (lc, indexes) {
+        HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+        if (!HeapTupleIsValid(tup))
+            continue;
+        deferrable |= reinterpret_cast<Form_pg_index>(GETSTRUCT(tup))->indisprimary;
+        ReleaseSysCache(tup);
+    }
+    list_free(indexes);
+    if (deferrable)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("cannot fence table %s in row scope: its primary key is DEFERRABLE",
+                               RelName(RelationGetRelid(rel))),
+                        errdetail("A deleted row leaves a tombstone under its primary key, and "
+                                  "PostgreSQL does not treat a deferrable primary key as the "
+                                  "table's key: deleted rows would leave no tombstones."),
+                        errhint("Make the primary key NOT DEFERRABLE, or protect the table with "
+                                "scope => 'table' or 'resource'.")));
+}
+
+}  // namespace
+
 void RequireCanonicalRowKey(Relation rel) {
     Oid relid = RelationGetRelid(rel);
     Oid pkindex = RelationGetPrimaryKeyIndex(rel);
     if (!OidIsValid(pkindex)) {
-        // The relcache leaves out a primary key that is not immediate:
-        // without this check such a table would silently leave no tombstones.
-        List *indexes = RelationGetIndexList(rel);
-        ListCell *lc;
-        bool deferrable = false;
-        foreach (lc, indexes) {
-            HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-            if (!HeapTupleIsValid(tup))
-                continue;
-            deferrable |= reinterpret_cast<Form_pg_index>(GETSTRUCT(tup))->indisprimary;
-            ReleaseSysCache(tup);
-        }
-        list_free(indexes);
-        if (deferrable)
-            ereport(ERROR,
-                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                     errmsg("cannot fence table %s in row scope: its primary key is DEFERRABLE",
-                            RelName(relid)),
-                     errdetail("A deleted row leaves a tombstone under its primary key, and "
-                               "PostgreSQL does not treat a deferrable primary key as the "
-                               "table's key: deleted rows would leave no tombstones."),
-                     errhint("Make the primary key NOT DEFERRABLE, or protect the table with "
-                             "scope => 'table' or 'resource'.")));
+        RefuseDeferrablePrimaryKey(rel);
         return;
     }
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkindex));

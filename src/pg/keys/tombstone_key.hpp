@@ -1,7 +1,3 @@
-// The keys folder owns how a write's HWM is keyed: a row by its primary key
-// (row_key), a resource by its namespace and name (resource_key), and a
-// deleted row's tombstone by the canonical form of its key (this file).
-//
 // Row scope: the canonical form of a primary key, under which a deleted row's
 // tombstone is stored in fencing.row_tombstone (relid, key text[], hwm).
 //
