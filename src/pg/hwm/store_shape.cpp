@@ -63,9 +63,30 @@ Relation OpenIndexIfExists(Oid index) {
     return rel;
 }
 
-// The lookup index as the extension's script creates it: hash, valid, not partial,
-// on the one expression array_append(key, relid::oid::text) of the primary
-// key's columns (relid, key). Anything else under its name is another index.
+// Whether expr is array_append(<key column>, <relid column>::oid::text).
+bool IsLookupExpression(Node *expr, AttrNumber relid_attnum, AttrNumber key_attnum) {
+    if (!IsA(expr, FuncExpr))
+        return false;
+    auto *f = reinterpret_cast<FuncExpr *>(expr);
+    if (f->funcid != F_ARRAY_APPEND || list_length(f->args) != 2)
+        return false;
+    auto *first = static_cast<Node *>(linitial(f->args));
+    auto *second = static_cast<Node *>(lsecond(f->args));
+    if (!IsA(first, Var) || reinterpret_cast<Var *>(first)->varattno != key_attnum)
+        return false;
+    if (!IsA(second, CoerceViaIO) || reinterpret_cast<CoerceViaIO *>(second)->resulttype != TEXTOID)
+        return false;
+    auto *arg = reinterpret_cast<Node *>(reinterpret_cast<CoerceViaIO *>(second)->arg);
+    if (IsA(arg, RelabelType))
+        arg = reinterpret_cast<Node *>(reinterpret_cast<RelabelType *>(arg)->arg);
+    return IsA(arg, Var) && reinterpret_cast<Var *>(arg)->varattno == relid_attnum &&
+           reinterpret_cast<Var *>(arg)->vartype == REGCLASSOID;
+}
+
+// The lookup index as the extension's script creates it: hash, valid, not
+// partial, on the one expression array_append(key, relid::oid::text) of the
+// primary key's columns (relid, key). Anything else under its name is another
+// index.
 bool LookupIndexOk(Oid index, AttrNumber relid_attnum, AttrNumber key_attnum) {
     // Dropped meanwhile (see OpenIndexIfExists): not the lookup index.
     Relation index_rel = OpenIndexIfExists(index);
@@ -75,20 +96,8 @@ bool LookupIndexOk(Oid index, AttrNumber relid_attnum, AttrNumber key_attnum) {
               index_rel->rd_index->indnkeyatts == 1 && index_rel->rd_index->indkey.values[0] == 0 &&
               RelationGetIndexPredicate(index_rel) == NIL;
     List *exprs = ok ? RelationGetIndexExpressions(index_rel) : NIL;
-    ok = ok && list_length(exprs) == 1 && IsA(linitial(exprs), FuncExpr);
-    if (ok) {
-        FuncExpr *f = linitial_node(FuncExpr, exprs);
-        ok = f->funcid == F_ARRAY_APPEND && list_length(f->args) == 2;
-        Node *first = ok ? (Node *)linitial(f->args) : nullptr;
-        Node *second = ok ? (Node *)lsecond(f->args) : nullptr;
-        ok = ok && IsA(first, Var) && ((Var *)first)->varattno == key_attnum &&
-             IsA(second, CoerceViaIO) && ((CoerceViaIO *)second)->resulttype == TEXTOID;
-        Node *arg = ok ? (Node *)((CoerceViaIO *)second)->arg : nullptr;
-        if (ok && IsA(arg, RelabelType))
-            arg = (Node *)((RelabelType *)arg)->arg;
-        ok = ok && IsA(arg, Var) && ((Var *)arg)->varattno == relid_attnum &&
-             ((Var *)arg)->vartype == REGCLASSOID;
-    }
+    ok = ok && list_length(exprs) == 1 &&
+         IsLookupExpression(static_cast<Node *>(linitial(exprs)), relid_attnum, key_attnum);
     index_close(index_rel, AccessShareLock);
     return ok;
 }
