@@ -32,6 +32,17 @@ constexpr bool Admits(Token offered, Token hwm, bool strict) noexcept {
     return strict ? offered > hwm : offered >= hwm;
 }
 
+// The verdict on an offered token, with strict mode's one exception: an equal
+// token is admitted to the transaction that raised the HWM to it, and to
+// nobody else. Whether this transaction did is the caller's to tell (the
+// PostgreSQL layer's raise registry), and only asked for kIfRaisedHere.
+enum class Admission { kAdmitted, kRefused, kIfRaisedHere };
+constexpr Admission JudgeOffer(Token offered, Token hwm, bool strict) noexcept {
+    if (Admits(offered, hwm, strict))
+        return Admission::kAdmitted;
+    return strict && offered == hwm ? Admission::kIfRaisedHere : Admission::kRefused;
+}
+
 // Where a write takes its token from.
 enum class TokenSource {
     kNone,     // no token: unfenced write (rejected when require_token)

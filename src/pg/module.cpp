@@ -3,6 +3,9 @@
 // (settings, shared memory, and every cache and transaction callback).
 #include "pg/hwm/durability.hpp"
 #include "pg/api/fenced_dml.hpp"
+#include "pg/hwm/raise_registry.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/keys/tombstone_key.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
@@ -24,6 +27,8 @@ namespace {
 void ForgetRelation(Datum, Oid relid) {
     fencing::pg::ForgetFencedPlans(relid);
     fencing::pg::ForgetReplicatedRelations(relid);
+    fencing::pg::ForgetStoreTables(relid);
+    fencing::pg::ForgetCheckedRowKey(relid);
 }
 
 }  // namespace
@@ -38,6 +43,7 @@ void _PG_init(void) {
     fencing::pg::DefineStatsSettings();
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
+    fencing::pg::RegisterRaiseRegistryCallbacks();
     fencing::pg::RegisterUnfencedCallbacks();
     fencing::pg::RegisterTokenTypeCallbacks();
     fencing::pg::RegisterInternalAccessCallbacks();

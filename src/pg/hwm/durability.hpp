@@ -1,29 +1,15 @@
 // Durability of HWM raises: a transaction that raised any high-water mark
-// commits durably whatever the session sets.
+// commits durably whatever the session sets. A raise lost to an early
+// acknowledgement (synchronous_commit off, local or remote_write) would let
+// the fenced-off writer's token in again after a crash or a failover.
 //
-// With synchronous_commit = off (or local, remote_write) PostgreSQL
-// acknowledges a COMMIT before its WAL is flushed (or before the synchronous
-// standby has flushed it). A raise lost that way would let the fenced-off
-// writer's token in again after a crash or a failover. So every place that
-// really raises an HWM calls NoteHwmRaised(), and at PRE_COMMIT (and
-// PRE_PREPARE) such a transaction
-//   * forces the local WAL flush (ForceSyncCommit), and
-//   * runs its commit with synchronous_commit at least 'on' (remote_flush), for
-//     that commit record only, so the commit also waits for the
-//     synchronous standbys the server configuration names
-//     (synchronous_standby_names). Without synchronous standbys, 'on' waits
-//     for nothing more than the local flush.
-// Transactions that raised nothing are untouched.
-//
-// Subtransactions: a raise made in a subtransaction that aborts is rolled back
-// and forces nothing; one that commits passes to its parent.
-// Two-phase commit: PREPARE TRANSACTION always flushes locally; a raising
-// transaction's PREPARE also waits for the synchronous standbys (PostgreSQL
-// caps that wait at remote_flush). COMMIT PREPARED always flushes locally too;
-// its standby wait follows the synchronous_commit of the session that issues
-// it (this module cannot see that it commits a raise). A prepared transaction
-// that reached the standby survives a failover and still holds its row locks,
-// so the transaction manager finishes it there.
+// At PRE_COMMIT and PRE_PREPARE a transaction that called NoteHwmRaised()
+// forces the local WAL flush and writes its commit (prepare) record with
+// synchronous_commit at least 'on', so it also waits for the synchronous
+// standbys; a raise in a subtransaction that aborted forces nothing. COMMIT
+// PREPARED flushes locally; its standby wait follows the session that issues
+// it (this module cannot see that it commits a raise), which is enough: a
+// prepared transaction on the standby survives a failover with its row locks.
 #pragma once
 
 namespace fencing::pg {

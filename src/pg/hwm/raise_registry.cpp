@@ -1,7 +1,5 @@
 #include "pg/hwm/raise_registry.hpp"
 
-#include "core/policy.hpp"
-
 extern "C" {
 #include "access/xact.h"
 #include "common/hashfn.h"
@@ -21,7 +19,6 @@ struct RaiseEntry {
 };
 
 HTAB *raises = nullptr;
-bool callbacks_registered = false;
 
 void ForgetAll(XactEvent event, void *) {
     if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT ||
@@ -63,11 +60,6 @@ char *FullIdentity(HwmKind kind, Oid relid, const char *identity, Size len, Size
 }  // namespace
 
 void RecordRaise(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token token) {
-    if (!callbacks_registered) {
-        RegisterXactCallback(ForgetAll, nullptr);
-        RegisterSubXactCallback(FollowSubtransaction, nullptr);
-        callbacks_registered = true;
-    }
     if (raises == nullptr) {
         HASHCTL ctl;
         ctl.keysize = sizeof(uint64);
@@ -115,11 +107,9 @@ bool RaisedHere(HwmKind kind, Oid relid, const char *identity, Size identity_len
     return raised;
 }
 
-bool AdmitsHere(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token offered,
-                Token hwm, bool strict) {
-    if (Admits(offered, hwm, strict))
-        return true;
-    return strict && offered == hwm && RaisedHere(kind, relid, identity, identity_len, offered);
+void RegisterRaiseRegistryCallbacks() {
+    RegisterXactCallback(ForgetAll, nullptr);
+    RegisterSubXactCallback(FollowSubtransaction, nullptr);
 }
 
 }  // namespace fencing::pg

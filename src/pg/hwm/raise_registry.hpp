@@ -3,11 +3,10 @@
 // (the later rows of a statement, later statements, a delete and re-insert of
 // its own key), and nobody else may.
 //
-// This registry is the one place that rule lives: each raise a strict-mode
-// write makes is recorded under the HWM's identity (a row's key, a resource,
-// a table) with the token, for the current transaction. An equal token is
-// admitted when, and only when, the registry holds that identity at that
-// token. Entries of an aborted subtransaction are forgotten with it (its
+// The rule is JudgeOffer's (core/policy.hpp); this registry holds the fact it
+// asks for: each raise a strict-mode write makes, under the HWM's identity (a
+// row's key, a resource, a table) with the token, for the current
+// transaction. Entries of an aborted subtransaction are forgotten with it (its
 // raises were rolled back); everything is forgotten at transaction end.
 #pragma once
 
@@ -25,9 +24,8 @@ enum class HwmKind : char { kRow = 'r', kTombstone = 'd', kResource = 's', kTabl
 void RecordRaise(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token token);
 bool RaisedHere(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token token);
 
-// Strict-aware admission: token > hwm, or token >= hwm when not strict, or an
-// equal token this transaction raised the HWM to.
-bool AdmitsHere(HwmKind kind, Oid relid, const char *identity, Size identity_len, Token offered,
-                Token hwm, bool strict);
+// Registers the transaction callbacks that forget the raises of an aborted
+// subtransaction and of an ended transaction; once per backend, from _PG_init.
+void RegisterRaiseRegistryCallbacks();
 
 }  // namespace fencing::pg

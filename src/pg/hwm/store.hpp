@@ -1,16 +1,19 @@
+// The hwm folder owns the durable high-water marks: the store of the
+// extension's HWM tables, the HWM lock, strict mode's raise registry,
+// durable commits, and row scope's tombstones.
+//
 // The HWM store: every read and write of the extension's own HWM tables
 // (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) goes
 // through this API; no other C++ file names those tables (the extension
 // scripts drop a dropped table's rows in its sql_drop event triggers).
 //
-// Durable high-water marks in the extension's own WAL-logged tables
-// (schema fencing). Every raise is one atomic step: a conditional UPDATE, or
-// an INSERT ... ON CONFLICT for a first write; the HWM row stays locked by the
-// raiser until it commits, so a lower concurrent writer waits and is then
-// judged against the committed value. Resource and table scope also take the
-// HWM lock (pg/hwm/lock.hpp): a writer whose token equals the HWM shares it
-// and locks no row, so such writers run in parallel; a raise takes it
-// exclusively and so waits for them, and they queue behind it.
+// Every raise is one atomic step: a conditional UPDATE, or an INSERT ... ON
+// CONFLICT for a first write; the HWM row stays locked by the raiser until it
+// commits, so a lower concurrent writer waits and is then judged against the
+// committed value. Resource and table scope also take the HWM lock
+// (pg/hwm/lock.hpp): a writer whose token equals the HWM shares it and locks
+// no row, so such writers run in parallel; a raise takes it exclusively and
+// so waits for them, and they queue behind it.
 #pragma once
 
 #include "core/policy.hpp"
@@ -29,13 +32,14 @@ struct HwmVerdict {
 };
 
 // Atomic check-and-raise of a shared HWM. Manage their own SPI connection.
+// strict: the caller's policy; admission follows JudgeOffer (core/policy.hpp).
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict);
 HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // Tombstones: the HWM a deleted row leaves behind, keyed by its primary key.
 // Read with the latest snapshot, whatever the isolation level: through the
-// lookup hash index (1.3; each candidate rechecked), else the primary key
-// index, when row_tombstone has the direct path's shape; else through SPI,
+// lookup hash index (each candidate rechecked), else the primary key index,
+// when row_tombstone has the direct path's shape; else through SPI,
 // for which the caller of LookupTombstone (and RaiseTombstone) is inside an
 // internal session (pg/base/internal_access.hpp). ReadTombstone opens one itself
 // when it needs one.
@@ -83,5 +87,9 @@ int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *call
 int64 ResetResourceHwm(const char *name_space, const char *resource, const char *target,
                        const char *caller);
 int64 ResetTableHwm(Oid relid, const char *target, const char *caller);
+
+// Forgets the HWM tables' cached OIDs and shape when relid (InvalidOid: any
+// relation) is invalidated; called from the module's relcache callback.
+void ForgetStoreTables(Oid relid);
 
 }  // namespace fencing::pg

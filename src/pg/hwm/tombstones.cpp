@@ -27,6 +27,47 @@ extern "C" {
 }
 
 namespace fencing::pg {
+namespace {
+
+// A scan of every row of rel with the latest snapshot, and a memory context
+// for the work on one row, reset before the next.
+struct LatestRowScan {
+    Snapshot snapshot;
+    TableScanDesc scan;
+    TupleTableSlot *slot;
+    MemoryContext per_row;
+};
+
+void BeginLatestRowScan(LatestRowScan *rows, Relation rel, const char *context_name) {
+    rows->snapshot = RegisterSnapshot(GetLatestSnapshot());
+    rows->scan = table_beginscan(rel, rows->snapshot, 0, nullptr);
+    rows->slot = table_slot_create(rel, nullptr);
+    // context_name is a string literal of the caller's (the macro form
+    // checks that only for a literal in place).
+    rows->per_row =
+        AllocSetContextCreateInternal(CurrentMemoryContext, context_name, ALLOCSET_DEFAULT_SIZES);
+}
+
+bool NextLatestRow(LatestRowScan *rows) {
+    MemoryContextReset(rows->per_row);
+    return table_scan_getnextslot(rows->scan, ForwardScanDirection, rows->slot);
+}
+
+void EndLatestRowScan(LatestRowScan *rows) {
+    ExecDropSingleTupleTableSlot(rows->slot);
+    table_endscan(rows->scan);
+    UnregisterSnapshot(rows->snapshot);
+    MemoryContextDelete(rows->per_row);
+}
+
+// The row's tombstone key, its primary key checked to have a canonical form
+// first; false without a primary key or with a NULL key column.
+bool CheckedRowKey(Relation rel, HeapTuple row, Datum *key) {
+    RequireCanonicalRowKeyCached(rel);
+    return RowKeyOf(rel, row, key);
+}
+
+}  // namespace
 
 void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed) {
     Size size = TombstoneIndexTupleSize(home_relid, key, compressed);
@@ -77,33 +118,25 @@ void RequireTombstoneKeysFitRows(Oid relid) {
             for (int i = 0; i < pk.natts; ++i)
                 variable |= TupleDescAttr(RelationGetDescr(rel), pk.attnums[i] - 1)->attlen < 0;
         if (variable) {
-            Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-            TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
-            TupleTableSlot *slot = table_slot_create(rel, nullptr);
-            MemoryContext per_row = AllocSetContextCreate(CurrentMemoryContext, "fencing key check",
-                                                          ALLOCSET_DEFAULT_SIZES);
-            while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+            LatestRowScan rows;
+            BeginLatestRowScan(&rows, rel, "fencing key check");
+            while (NextLatestRow(&rows)) {
                 CHECK_FOR_INTERRUPTS();
-                MemoryContext old = MemoryContextSwitchTo(per_row);
+                MemoryContext old = MemoryContextSwitchTo(rows.per_row);
                 Datum key;
-                if (RowKeyOf(rel, ExecFetchSlotHeapTuple(slot, false, nullptr), &key))
+                if (RowKeyOf(rel, ExecFetchSlotHeapTuple(rows.slot, false, nullptr), &key))
                     RequireTombstoneKeyFits(rel, relid, key, false);
                 MemoryContextSwitchTo(old);
-                MemoryContextReset(per_row);
             }
-            ExecDropSingleTupleTableSlot(slot);
-            table_endscan(scan);
-            UnregisterSnapshot(snapshot);
-            MemoryContextDelete(per_row);
+            EndLatestRowScan(&rows);
         }
         table_close(rel, NoLock);
     }
 }
 
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
-    RequireCanonicalRowKeyCached(rel);
     Datum key;
-    if (!RowKeyOf(rel, new_row, &key))
+    if (!CheckedRowKey(rel, new_row, &key))
         return false;
     // A key that might not leave its tombstone is refused on the way in.
     RequireTombstoneKeyFits(rel, home_relid, key, false);
@@ -161,17 +194,15 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
 }
 
 bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm) {
-    RequireCanonicalRowKeyCached(rel);
     Datum key;
-    if (!RowKeyOf(rel, row, &key))
+    if (!CheckedRowKey(rel, row, &key))
         return false;
     return TombstoneAfterWriters(home_relid, key, hwm);
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
-    RequireCanonicalRowKeyCached(rel);
     Datum key;
-    if (!RowKeyOf(rel, old_row, &key))
+    if (!CheckedRowKey(rel, old_row, &key))
         return;
     RequireTombstoneKeyFits(rel, home_relid, key, true);
     InternalSession access;
@@ -185,24 +216,21 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return 0;
-    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
-    TupleTableSlot *slot = table_slot_create(rel, nullptr);
-    MemoryContext per_row =
-        AllocSetContextCreate(CurrentMemoryContext, "fencing tombstones", ALLOCSET_DEFAULT_SIZES);
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing tombstones");
     // One internal session for all rows: opening one per row (LeaveTombstone)
     // costs more than the raise itself.
     InternalSession access;
     BeginInternal(&access);
     int64 written = 0;
-    while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+    while (NextLatestRow(&rows)) {
         bool isnull;
-        Datum token = slot_getattr(slot, token_attnum, &isnull);
+        Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
         if (isnull)
             continue;
-        MemoryContext caller = MemoryContextSwitchTo(per_row);
+        MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
         bool should_free;
-        HeapTuple row = ExecFetchSlotHeapTuple(slot, false, &should_free);
+        HeapTuple row = ExecFetchSlotHeapTuple(rows.slot, false, &should_free);
         Datum key;
         if (RowKeyOf(rel, row, &key)) {
             RequireTombstoneKeyFits(rel, home_relid, key, true);
@@ -210,13 +238,9 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
             ++written;
         }
         MemoryContextSwitchTo(caller);
-        MemoryContextReset(per_row);
     }
     EndInternal(&access);
-    ExecDropSingleTupleTableSlot(slot);
-    table_endscan(scan);
-    UnregisterSnapshot(snapshot);
-    MemoryContextDelete(per_row);
+    EndLatestRowScan(&rows);
     return written;
 }
 

@@ -34,15 +34,12 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values);
 bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm);
 
 // Raises 54000, naming the table and its key columns, unless the tombstone
-// key fits fencing.row_tombstone's primary key (pg/keys/tombstone_key.hpp):
-// compressed as it would be now (compressed), or whatever the compression
-// setting (not). Keys coming in must fit uncompressed, so that their
-// tombstone can always be left: the guard checks every key it reads a
-// tombstone for (INSERT, the new key of a key move), fencing_advance() the
-// key it raises, fencing_protect() and auto-protection every existing row
-// (RequireTombstoneKeysFitRows: a scan of relid, or of its leaf partitions,
-// when a key column is of variable width). Leaving a tombstone (DELETE,
-// TRUNCATE, the old key of a key move) needs it to fit as it is stored.
+// key fits fencing.row_tombstone's primary key: as it would be stored now
+// (compressed), or whatever the compression setting (not). Keys coming in
+// (INSERT, a key move's new key, fencing_advance(), and every existing row at
+// fencing_protect() and auto-protection: RequireTombstoneKeysFitRows) must fit
+// uncompressed, so that their tombstone can always be left; leaving one
+// (DELETE, TRUNCATE, a key move's old key) needs it to fit as stored.
 void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compressed);
 void RequireTombstoneKeysFitRows(Oid relid);
 

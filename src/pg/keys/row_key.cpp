@@ -1,6 +1,5 @@
 #include "pg/keys/row_key.hpp"
 
-#include "pg/hwm/store.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/tombstone_key.hpp"

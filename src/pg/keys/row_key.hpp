@@ -1,3 +1,7 @@
+// The keys folder owns how a write's HWM is keyed: a row by its primary key
+// (this file), a deleted row's tombstone by that key's canonical form
+// (tombstone_key), a resource by its namespace and name (resource_key).
+//
 // Row scope: a row is identified by its primary key (tombstones:
 // pg/hwm/tombstones.hpp; their canonical key form: pg/keys/tombstone_key.hpp).
 #pragma once

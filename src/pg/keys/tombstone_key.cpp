@@ -103,6 +103,39 @@ text *Hex(const char *bytes, Size len) {
     return out;
 }
 
+// A float's bits with -0 as +0 and every NaN as the one NaN nan: equal under
+// float equality, equal in bits.
+template <typename Bits, typename Float>
+Bits CanonicalFloatBits(Float f, Bits nan) {
+    if (std::isnan(f))
+        return nan;
+    if (f == 0)
+        f = 0;
+    Bits bits;
+    memcpy(&bits, &f, sizeof(bits));
+    return bits;
+}
+
+// The span interval_cmp_value() of timestamp.c compares: months count 30
+// days, days 24 hours. int64 days cannot overflow (int32 fields).
+text *IntervalElement(const Interval *iv) {
+    int64 days = iv->month * INT64CONST(30) + iv->day;
+    int128 span = static_cast<int128>(iv->time) + static_cast<int128>(days) * USECS_PER_DAY;
+    uint64 words[2] = {pg_hton64(static_cast<uint64>(static_cast<uint128>(span) >> 64)),
+                       pg_hton64(static_cast<uint64>(span))};
+    return Hex(reinterpret_cast<const char *>(words), sizeof(words));
+}
+
+text *EnumElement(Datum value) {
+    HeapTuple tup = SearchSysCache1(ENUMOID, value);
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(value));
+    const char *label = NameStr(reinterpret_cast<Form_pg_enum>(GETSTRUCT(tup))->enumlabel);
+    text *out = Hex(label, strnlen(label, NAMEDATALEN));
+    ReleaseSysCache(tup);
+    return out;
+}
+
 text *KeyElement(Oid type, Datum value) {
     Oid base = getBaseType(type);
     switch (KindOf(base)) {
@@ -130,50 +163,18 @@ text *KeyElement(Oid type, Datum value) {
         case KeyKind::kNumeric:
             return cstring_to_text(numeric_normalize(DatumGetNumeric(value)));
         case KeyKind::kFloat4: {
-            float4 f = DatumGetFloat4(value);
-            uint32 bits;
-            if (std::isnan(f))
-                bits = 0x7fc00000;  // the one NaN
-            else {
-                if (f == 0)
-                    f = 0;  // -0 = +0
-                memcpy(&bits, &f, sizeof(bits));
-            }
-            bits = pg_hton32(bits);
+            uint32 bits = pg_hton32(CanonicalFloatBits<uint32>(DatumGetFloat4(value), 0x7fc00000));
             return Hex(reinterpret_cast<const char *>(&bits), sizeof(bits));
         }
         case KeyKind::kFloat8: {
-            float8 f = DatumGetFloat8(value);
-            uint64 bits;
-            if (std::isnan(f))
-                bits = UINT64CONST(0x7ff8000000000000);
-            else {
-                if (f == 0)
-                    f = 0;
-                memcpy(&bits, &f, sizeof(bits));
-            }
-            bits = pg_hton64(bits);
+            uint64 bits = pg_hton64(
+                CanonicalFloatBits<uint64>(DatumGetFloat8(value), UINT64CONST(0x7ff8000000000000)));
             return Hex(reinterpret_cast<const char *>(&bits), sizeof(bits));
         }
-        case KeyKind::kInterval: {
-            // interval_cmp_value() of timestamp.c: months count 30 days, days
-            // 24 hours. int64 days cannot overflow (int32 fields).
-            const Interval *iv = DatumGetIntervalP(value);
-            int64 days = iv->month * INT64CONST(30) + iv->day;
-            int128 span = static_cast<int128>(iv->time) + static_cast<int128>(days) * USECS_PER_DAY;
-            uint64 words[2] = {pg_hton64(static_cast<uint64>(static_cast<uint128>(span) >> 64)),
-                               pg_hton64(static_cast<uint64>(span))};
-            return Hex(reinterpret_cast<const char *>(words), sizeof(words));
-        }
-        case KeyKind::kEnum: {
-            HeapTuple tup = SearchSysCache1(ENUMOID, value);
-            if (!HeapTupleIsValid(tup))
-                elog(ERROR, "cache lookup failed for enum value %u", DatumGetObjectId(value));
-            const char *label = NameStr(reinterpret_cast<Form_pg_enum>(GETSTRUCT(tup))->enumlabel);
-            text *out = Hex(label, strnlen(label, NAMEDATALEN));
-            ReleaseSysCache(tup);
-            return out;
-        }
+        case KeyKind::kInterval:
+            return IntervalElement(DatumGetIntervalP(value));
+        case KeyKind::kEnum:
+            return EnumElement(value);
         case KeyKind::kRefused:
             break;
     }
@@ -199,15 +200,14 @@ constexpr const char *kRowScopeHint =
 // invalidation of it. An invalidation during the check voids its result.
 Oid checked_relid = InvalidOid;
 uint64 invalidations = 0;
-bool callback_registered = false;
 
-void ForgetChecked(Datum, Oid relid) {
+}  // namespace
+
+void ForgetCheckedRowKey(Oid relid) {
     ++invalidations;
     if (relid == InvalidOid || relid == checked_relid)
         checked_relid = InvalidOid;
 }
-
-}  // namespace
 
 // fencing_token: the type of that name that belongs to this extension, not
 // any type a user called so.
@@ -258,33 +258,41 @@ bool KeyTypeIsCanonical(Oid type, Oid collation, Oid opclass, const char **why) 
     return true;
 }
 
+namespace {
+
+// A table the relcache shows without a primary key: the relcache leaves out a
+// primary key that is not immediate, and without this check such a table
+// would silently leave no tombstones.
+void RefuseDeferrablePrimaryKey(Relation rel) {
+    List *indexes = RelationGetIndexList(rel);
+    ListCell *lc;
+    bool deferrable = false;
+    foreach (lc, indexes) {
+        HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+        if (!HeapTupleIsValid(tup))
+            continue;
+        deferrable |= reinterpret_cast<Form_pg_index>(GETSTRUCT(tup))->indisprimary;
+        ReleaseSysCache(tup);
+    }
+    list_free(indexes);
+    if (deferrable)
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("cannot fence table %s in row scope: its primary key is DEFERRABLE",
+                               RelName(RelationGetRelid(rel))),
+                        errdetail("A deleted row leaves a tombstone under its primary key, and "
+                                  "PostgreSQL does not treat a deferrable primary key as the "
+                                  "table's key: deleted rows would leave no tombstones."),
+                        errhint("Make the primary key NOT DEFERRABLE, or protect the table with "
+                                "scope => 'table' or 'resource'.")));
+}
+
+}  // namespace
+
 void RequireCanonicalRowKey(Relation rel) {
     Oid relid = RelationGetRelid(rel);
     Oid pkindex = RelationGetPrimaryKeyIndex(rel);
     if (!OidIsValid(pkindex)) {
-        // The relcache leaves out a primary key that is not immediate:
-        // without this check such a table would silently leave no tombstones.
-        List *indexes = RelationGetIndexList(rel);
-        ListCell *lc;
-        bool deferrable = false;
-        foreach (lc, indexes) {
-            HeapTuple tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-            if (!HeapTupleIsValid(tup))
-                continue;
-            deferrable |= reinterpret_cast<Form_pg_index>(GETSTRUCT(tup))->indisprimary;
-            ReleaseSysCache(tup);
-        }
-        list_free(indexes);
-        if (deferrable)
-            ereport(ERROR,
-                    (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                     errmsg("cannot fence table %s in row scope: its primary key is DEFERRABLE",
-                            RelName(relid)),
-                     errdetail("A deleted row leaves a tombstone under its primary key, and "
-                               "PostgreSQL does not treat a deferrable primary key as the "
-                               "table's key: deleted rows would leave no tombstones."),
-                     errhint("Make the primary key NOT DEFERRABLE, or protect the table with "
-                             "scope => 'table' or 'resource'.")));
+        RefuseDeferrablePrimaryKey(rel);
         return;
     }
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkindex));
@@ -332,10 +340,6 @@ void RequireCanonicalRowKeyOf(Oid relid) {
 void RequireCanonicalRowKeyCached(Relation rel) {
     if (RelationGetRelid(rel) == checked_relid)
         return;
-    if (!callback_registered) {
-        CacheRegisterRelcacheCallback(ForgetChecked, 0);
-        callback_registered = true;
-    }
     uint64 before = invalidations;
     RequireCanonicalRowKey(rel);
     if (invalidations == before)

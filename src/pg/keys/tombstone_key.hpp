@@ -34,6 +34,9 @@ void RequireCanonicalRowKeyOf(Oid relid);
 // The same check for the guard's writes, remembered for the last relation
 // that passed until its relcache entry is invalidated (any DDL on it).
 void RequireCanonicalRowKeyCached(Relation rel);
+// That invalidation (relid; InvalidOid: every relation), from the module's
+// relcache callback.
+void ForgetCheckedRowKey(Oid relid);
 
 // The tombstone key of primary-key values (index column order, column types),
 // a text[] of one canonical element per column. Raises for a type without a
