@@ -278,9 +278,15 @@ bool RowRaisedHere(const GuardContext &g, HwmKind kind, HeapTuple row, Token tok
 // Strict mode's one rule: above the HWM, or equal to it and raised to it by
 // this very transaction.
 bool RowAdmits(const GuardContext &g, HwmKind kind, HeapTuple row, Token offered, Token hwm) {
-    if (Admits(offered, hwm, g.policy.strict))
-        return true;
-    return g.policy.strict && offered == hwm && RowRaisedHere(g, kind, row, offered);
+    switch (JudgeOffer(offered, hwm, g.policy.strict)) {
+        case Admission::kAdmitted:
+            return true;
+        case Admission::kIfRaisedHere:
+            return RowRaisedHere(g, kind, row, offered);
+        case Admission::kRefused:
+            break;
+    }
+    return false;
 }
 
 void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token token) {
