@@ -502,21 +502,8 @@ FENCING_FUNCTION(fencing_verify_guards) {
     InitMaterializedSRF(fcinfo, 0);
     auto *rsinfo = reinterpret_cast<ReturnSetInfo *>(fcinfo->resultinfo);
     MemoryContext caller = CurrentMemoryContext;
+    List *relids = ProtectedRelids();
     InternalSession access;
-    BeginInternal(&access);
-    RunInternalSql(
-        "SELECT relid::pg_catalog.oid FROM fencing.protected"
-        " ORDER BY relid::pg_catalog.oid",
-        0, nullptr, nullptr, nullptr, true);
-    List *relids = NIL;
-    for (uint64 i = 0; i < SPI_processed; ++i) {
-        bool isnull;
-        Datum d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-        MemoryContext spi = MemoryContextSwitchTo(caller);
-        relids = lappend_oid(relids, DatumGetObjectId(d));
-        MemoryContextSwitchTo(spi);
-    }
-    EndInternal(&access);
     ListCell *lc;
     foreach (lc, relids) {
         Oid relid = lfirst_oid(lc);
