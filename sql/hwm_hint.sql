@@ -1,4 +1,4 @@
--- The row hint of resource- and table-scope checks (src/pg/hwm/store.cpp):
+-- The row hint of resource- and table-scope checks (src/pg/hwm/direct_raise.cpp):
 -- a backend reads the HWM row at the TID where it last found it, and goes to
 -- the primary key index whenever that version is gone, invisible, past the
 -- end of the relation, in another relation file, or another key's row. Each

@@ -196,24 +196,24 @@ bool LockLeaseRow(const char *name_space, const char *resource, const char *hold
     BeginInternal(&session);
     Datum key[] = {ns, res};
     bool found = RunInternalStatement(&lease_lock, key, nullptr) > 0;
-    bool free;
+    bool available;
     if (found) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
         *last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
         TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-        free = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+        available = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
         *refused = {Attempt::kTaken, 0, expires_at};
     } else {
         // The first lease of this resource: the inserted row (or the unique
         // index entry of a concurrent first acquire) serializes acquirers.
         Datum values[] = {ns, res, CStringGetTextDatum(holder), PointerGetDatum(ttl)};
-        free = RunInternalStatement(&lease_first, values, nullptr) > 0;
+        available = RunInternalStatement(&lease_first, values, nullptr) > 0;
         *refused = {Attempt::kRetry, 0, 0};  // a concurrent first acquire committed
     }
     EndInternal(&session);
-    return free;
+    return available;
 }
 
 // Fence: raise the resource's HWM to a token above both the last one issued

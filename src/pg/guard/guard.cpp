@@ -377,10 +377,7 @@ enum FiringEvents : unsigned { kOnInsert = 1, kOnUpdate = 2, kOnDelete = 4 };
 
 TriggerData *FiredAs(FunctionCallInfo fcinfo, const char *function, bool before, unsigned events,
                      const char *expected) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("%s can only be called as a trigger", function)));
-    TriggerData *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerData *td = TriggerCallData(fcinfo, function);
     TriggerEvent e = td->tg_event;
     bool timing = before ? TRIGGER_FIRED_BEFORE(e) : TRIGGER_FIRED_AFTER(e);
     bool event = (TRIGGER_FIRED_BY_INSERT(e) && (events & kOnInsert) != 0) ||

@@ -460,10 +460,7 @@ using namespace fencing::pg;
 // of it would; TRUNCATE holds an ACCESS EXCLUSIVE lock, so the rows read are
 // all there is. Resource and table HWMs stay as they are: nothing to write.
 FENCING_FUNCTION(fencing_truncate_guard) {
-    if (!CALLED_AS_TRIGGER(fcinfo))
-        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("fencing.truncate_guard() can only be called as a trigger")));
-    auto *td = reinterpret_cast<TriggerData *>(fcinfo->context);
+    TriggerData *td = TriggerCallData(fcinfo, "fencing.truncate_guard()");
     if (!TRIGGER_FIRED_BY_TRUNCATE(td->tg_event) || !TRIGGER_FIRED_BEFORE(td->tg_event))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                         errmsg("fencing.truncate_guard() must fire BEFORE TRUNCATE")));
