@@ -14,6 +14,7 @@
 #include "pg/keys/resource_key.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/api/hwm_args.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/table.h"
@@ -75,7 +76,7 @@ void ReadRowKey(Oid relid, Jsonb *key, KeyValues *out) {
                         errmsg("table %s has no primary key, so rows have no durable key",
                                RelName(relid))));
     }
-    out->pkindex = RelationGetPrimaryKeyIndex(rel);
+    out->pkindex = PrimaryKeyIndex(rel);
     TupleDesc desc = RelationGetDescr(rel);
     if (m.count != out->pk.natts) {
         table_close(rel, AccessShareLock);

@@ -10,6 +10,7 @@
 #include "pg/catalog/subscriber.hpp"
 #include "pg/keys/resource_key.hpp"
 #include "pg/api/hwm_args.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -57,7 +58,7 @@ void WakeWaiters(XactEvent event, void *) {
             VirtualTransactionId *vxids =
                 GetLockConflicts(static_cast<LOCKTAG *>(lfirst(lc)), ExclusiveLock, &count);
             for (int i = 0; i < count; ++i) {
-                PGPROC *proc = BackendIdGetProc(vxids[i].backendId);
+                PGPROC *proc = ProcOfVirtualTransaction(vxids[i]);
                 if (proc != nullptr)
                     SetLatch(&proc->procLatch);
             }

@@ -7,6 +7,7 @@
 
 #include "pg/base/errors.hpp"
 #include "pg/base/pg.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -60,7 +61,7 @@ bool CheckToken(char **newval, void **extra, GucSource) {
             "to 9223372036854775807 or 0x hex, or empty for none.");
         return false;
     }
-    auto *value = static_cast<ParsedToken *>(std::malloc(sizeof(ParsedToken)));
+    auto *value = static_cast<ParsedToken *>(AllocateGucExtra(sizeof(ParsedToken)));
     if (value == nullptr)
         return false;
     value->valid = parsed.status == ParseStatus::kOk;

@@ -1,4 +1,5 @@
 #include "pg/base/internal_access.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -86,20 +87,14 @@ void BeginInternal(InternalSession *session) {
     GetUserIdAndSecContext(&session->saved_user, &session->saved_context);
     SetUserIdAndSecContext(owner, session->saved_context | SECURITY_LOCAL_USERID_CHANGE |
                                       SECURITY_RESTRICTED_OPERATION);
-    // pg_catalog alone: not even pg_temp is searched. An override (rather
-    // than a SET of search_path) is cheap, and kept plans prepared under it
-    // match it again on the next call, so they are not re-analysed. Popped by
-    // End, or by transaction abort.
-    OverrideSearchPath path;
-    path.schemas = NIL;
-    path.addCatalog = true;
-    path.addTemp = false;
-    path.generation = 0;
-    PushOverrideSearchPath(&path);
+    // pg_catalog first, the temporary schema never ahead of it; the same
+    // path every time, so kept plans prepared under it match it again on the
+    // next call and are not re-analysed. Unpinned by End, or by abort.
+    PinCatalogSearchPath(&session->search_path);
 }
 
 void EndInternal(const InternalSession *session) {
-    PopOverrideSearchPath();
+    UnpinCatalogSearchPath(&session->search_path);
     SetUserIdAndSecContext(session->saved_user, session->saved_context);
     SPI_finish();
 }

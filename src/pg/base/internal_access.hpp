@@ -15,6 +15,7 @@
 #pragma once
 
 #include "pg/base/pg.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "executor/spi.h"
@@ -25,6 +26,7 @@ namespace fencing::pg {
 struct InternalSession {
     Oid saved_user;
     int saved_context;
+    SearchPathPin search_path;
 };
 
 void BeginInternal(InternalSession *session);

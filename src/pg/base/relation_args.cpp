@@ -1,4 +1,5 @@
 #include "pg/base/relation_args.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "catalog/objectaddress.h"
@@ -34,7 +35,7 @@ Oid ExistingRelationArg(FunctionCallInfo fcinfo, int n, const char *argname) {
 }
 
 void RequireRelationOwner(Oid relid) {
-    if (!pg_class_ownercheck(relid, GetUserId()))
+    if (!OwnsRelation(relid, GetUserId()))
         ReportRelationAcl(ACLCHECK_NOT_OWNER, relid);
 }
 

@@ -13,6 +13,7 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
 #include "pg/keys/row_key.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -141,7 +142,7 @@ const char *ComputedColumn(Oid relid, AttrNumber attnum, bool is_token) {
 // The primary key constraint's name, or nullptr.
 const char *PrimaryKeyName(Oid relid) {
     Relation rel = table_open(relid, AccessShareLock);
-    Oid index = RelationGetPrimaryKeyIndex(rel);
+    Oid index = PrimaryKeyIndex(rel);
     table_close(rel, AccessShareLock);
     if (!OidIsValid(index))
         return nullptr;
@@ -366,7 +367,7 @@ void CarryState(Oid home, const char *attached, List *sources) {
 // home's, or the ATTACH refused, so no stale writer gets past it there.
 void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
-    if (!OidIsValid(part) || !pg_class_ownercheck(part, GetUserId()))
+    if (!OidIsValid(part) || !OwnsRelation(part, GetUserId()))
         return;
     // A parent without partitions yet has no guard: then its own policy row, if any.
     Policy policy;
@@ -466,7 +467,7 @@ void CheckAlterTable(AlterTableStmt *stmt) {
     // Nothing is checked or carried over for a caller PostgreSQL will refuse
     // anyway: our errors would tell a non-owner about the table's state.
     Oid named = RangeVarGetRelid(stmt->relation, NoLock, true);
-    if (!OidIsValid(named) || !pg_class_ownercheck(named, GetUserId()))
+    if (!OidIsValid(named) || !OwnsRelation(named, GetUserId()))
         return;
     List *targets;
     if (stmt->objtype == OBJECT_TYPE)
@@ -545,7 +546,7 @@ void CheckAlterEnum(AlterEnumStmt *stmt) {
     if (stmt->oldVal == nullptr)
         return;  // ADD VALUE keeps every existing label
     Oid enum_type = LookupTypeNameOid(nullptr, makeTypeNameFromNameList(stmt->typeName), true);
-    if (!OidIsValid(enum_type) || !pg_type_ownercheck(enum_type, GetUserId()))
+    if (!OidIsValid(enum_type) || !OwnsType(enum_type, GetUserId()))
         return;
     ListCell *lc, *leaf;
     foreach (lc, ProtectedRelids()) {

@@ -5,6 +5,7 @@
 #include "core/policy.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/hwm/tombstones.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -65,8 +66,7 @@ List *WithInheritors(List *tops, LOCKMODE mode) {
 }
 
 bool MayDrop(Oid relid) {
-    return pg_class_ownercheck(relid, GetUserId()) ||
-           pg_namespace_ownercheck(get_rel_namespace(relid), GetUserId());
+    return OwnsRelation(relid, GetUserId()) || OwnsNamespace(get_rel_namespace(relid), GetUserId());
 }
 
 // The tables a DROP command names directly (before CASCADE), or NIL.
@@ -83,7 +83,7 @@ List *DroppedTables(Node *tree) {
                     tops = lappend_oid(tops, relid);
             } else if (stmt->removeType == OBJECT_SCHEMA) {
                 Oid nsp = get_namespace_oid(strVal(lfirst(lc)), true);
-                if (OidIsValid(nsp) && pg_namespace_ownercheck(nsp, GetUserId()))
+                if (OidIsValid(nsp) && OwnsNamespace(nsp, GetUserId()))
                     tops = list_concat(tops, TablesWhere(Anum_pg_class_relnamespace, nsp));
             }
         }

@@ -24,6 +24,7 @@
 #include "pg/types/token_type.hpp"
 #include "pg/guard/fenced_call.hpp"
 #include "pg/guard/unfenced.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -161,14 +162,6 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row) {
                                HomeName(g), ColumnForCaller(g, attnum, "(not shown)")),
                         HomeTable(g)));
     return ResourceKeyText(TupleDescAttr(desc, attnum - 1)->atttypid, d);
-}
-
-// The primary key's columns: the relcache's own bitmap once computed
-// (rd_indexattr set), else a copy. nullptr when the table has none.
-const Bitmapset *PrimaryKeyColumns(Relation rel) {
-    return rel->rd_indexattr != nullptr
-               ? rel->rd_pkattr
-               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
 }
 
 // Replay-safe retries (strict mode): a client whose COMMIT timed out retries

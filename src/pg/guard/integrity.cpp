@@ -19,6 +19,7 @@
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -514,7 +515,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         if (problem == nullptr)
             continue;
         bool repaired = false;
-        if (repair && pg_class_ownercheck(relid, GetUserId())) {
+        if (repair && OwnsRelation(relid, GetUserId())) {
             BeginInternal(&access);
             RepairGuards(relid);
             repaired = GuardProblem(relid, caller) == nullptr;

@@ -6,6 +6,7 @@
 #include "pg/catalog/policy_store.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/base/stats.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -89,15 +90,14 @@ bool Allowed(Oid relid) {
             continue;
         if (a->roleid == role && a->outer_roleid == outer && a->sec_context == sec_context)
             return true;
-        if (a->roleid == a->outer_roleid && a->outer_roleid == outer &&
-            pg_class_ownercheck(relid, role))
+        if (a->roleid == a->outer_roleid && a->outer_roleid == outer && OwnsRelation(relid, role))
             return true;
     }
     return false;
 }
 
 void RequireOwnerToAllow(Oid relid) {
-    if (!pg_class_ownercheck(relid, GetUserId()))
+    if (!OwnsRelation(relid, GetUserId()))
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                  errmsg("permission denied to allow unfenced writes to table %s", RelName(relid)),

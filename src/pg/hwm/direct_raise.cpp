@@ -7,6 +7,7 @@
 
 #include "pg/hwm/lock.hpp"
 #include "pg/hwm/writers.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -54,14 +55,15 @@ struct RowHint {
 
 void SetHint(RowHint *hint, Relation rel, ItemPointer tid) {
     hint->relid = RelationGetRelid(rel);
-    hint->relfilenode = rel->rd_node.relNode;
+    hint->relfilenode = RelationStorageNumber(rel);
     hint->tid = *tid;
 }
 
 // The version at the hint's TID, into slot, when snapshot sees it and it
 // carries a's key.
 bool FetchHinted(DirectAccess *a, const RowHint *hint, Snapshot snapshot, TupleTableSlot *slot) {
-    if (hint->relid != RelationGetRelid(a->rel) || hint->relfilenode != a->rel->rd_node.relNode)
+    if (hint->relid != RelationGetRelid(a->rel) ||
+        hint->relfilenode != RelationStorageNumber(a->rel))
         return false;
     // A TID past the end (the relation truncated by VACUUM) would be a read error.
     if (ItemPointerGetBlockNumber(&hint->tid) >= RelationGetNumberOfBlocks(a->rel))
@@ -202,7 +204,7 @@ bool FindVisibleRow(DirectCheck *c) {
     bool found = FetchHinted(&c->a, c->hint, c->snapshot, c->slot);
     if (!found) {
         OpenIndex(&c->a);
-        IndexScanDesc scan = index_beginscan(c->a.rel, c->a.index, c->snapshot, c->a.scan_nkeys, 0);
+        IndexScanDesc scan = BeginIndexScan(c->a.rel, c->a.index, c->snapshot, c->a.scan_nkeys, 0);
         index_rescan(scan, c->a.keys, c->a.scan_nkeys, nullptr, 0);
         found = index_getnext_slot(scan, ForwardScanDirection, c->slot);
         index_endscan(scan);
@@ -233,7 +235,7 @@ void RaiseInPlace(DirectCheck *c) {
     // We hold the row lock, so the update cannot meet a concurrent one. The
     // key columns do not change: with fillfactor 50 the new version is usually
     // heap-only and needs no index entry.
-    simple_heap_update(rel, &c->slot->tts_tid, raised);
+    SimpleHeapUpdate(rel, &c->slot->tts_tid, raised);
     if (!HeapTupleIsHeapOnly(raised)) {
         OpenIndex(&c->a);
         InsertIndexEntry(rel, c->a.index, raised);

@@ -8,10 +8,10 @@
 #include "pg/hwm/durability.hpp"
 
 #include "pg/base/pg.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/xact.h"
-#include "replication/syncrep.h"
 }
 
 namespace fencing::pg {

@@ -1,5 +1,6 @@
 // See hwm_lock.hpp.
 #include "pg/hwm/lock.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "common/hashfn.h"
@@ -29,7 +30,7 @@ void TableHwmLockTag(LOCKTAG *tag, Oid relid) {
 }
 
 bool MayTakeHwmShareLock() {
-    if (counted_lxid != MyProc->lxid)
+    if (counted_lxid != CurrentLocalTransactionId())
         return true;
     return shares_taken < Max(max_locks_per_xact / 2, 1);
 }
@@ -37,8 +38,8 @@ bool MayTakeHwmShareLock() {
 void LockHwmShared(const LOCKTAG *tag) {
     if (LockAcquire(tag, ShareLock, false, false) != LOCKACQUIRE_OK)
         return;  // held already
-    if (counted_lxid != MyProc->lxid) {
-        counted_lxid = MyProc->lxid;
+    if (counted_lxid != CurrentLocalTransactionId()) {
+        counted_lxid = CurrentLocalTransactionId();
         shares_taken = 0;
     }
     ++shares_taken;

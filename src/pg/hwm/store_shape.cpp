@@ -2,6 +2,7 @@
 
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -146,7 +147,7 @@ bool ResolveDirectTable(DirectTable *t) {
     if (!OidIsValid(relid))
         return false;
     Relation rel = table_open(relid, AccessShareLock);
-    Oid index = RelationGetPrimaryKeyIndex(rel);
+    Oid index = PrimaryKeyIndex(rel);
     // The direct path maintains the primary key index only, and assumes the
     // heap access method: anything else (an index someone added, another
     // access method) takes the SPI path, which maintains every index.

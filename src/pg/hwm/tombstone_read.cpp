@@ -6,6 +6,7 @@
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/store_sql.hpp"
 #include "pg/hwm/writers.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -84,7 +85,7 @@ bool LookupTombstoneDirect(Oid home_relid, Datum key, Token *hwm, bool *found) {
     const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
-    IndexScanDesc scan = index_beginscan(a.rel, a.index, snapshot, a.scan_nkeys, 0);
+    IndexScanDesc scan = BeginIndexScan(a.rel, a.index, snapshot, a.scan_nkeys, 0);
     index_rescan(scan, a.keys, a.scan_nkeys, nullptr, 0);
     while ((*found = index_getnext_slot(scan, ForwardScanDirection, slot)) && recheck != nullptr &&
            !RowHasKey(recheck, slot)) {

@@ -8,6 +8,7 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/keys/tombstone_key.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -164,7 +165,7 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values) {
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
         return;
-    Relation index = index_open(RelationGetPrimaryKeyIndex(rel), AccessShareLock);
+    Relation index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
     ScanKeyData keys[INDEX_MAX_KEYS];
     for (int i = 0; i < pk.natts; ++i) {
         Oid opfamily = index->rd_opfamily[i];

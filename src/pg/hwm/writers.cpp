@@ -1,6 +1,7 @@
 #include "pg/hwm/writers.hpp"
 
 #include "pg/hwm/store.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -28,7 +29,7 @@ TransactionId IndexWriter(Relation rel, Relation index, ScanKey keys, int nkeys,
                           ItemPointer found_tid, const DirectAccess *recheck) {
     SnapshotData dirty;
     InitDirtySnapshot(dirty);
-    IndexScanDesc scan = index_beginscan(rel, index, &dirty, nkeys, 0);
+    IndexScanDesc scan = BeginIndexScan(rel, index, &dirty, nkeys, 0);
     index_rescan(scan, keys, nkeys, nullptr, 0);
     TransactionId writer = InvalidTransactionId;
     if (value_attnum != 0)

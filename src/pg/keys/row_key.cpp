@@ -3,6 +3,7 @@
 #include "pg/types/token_type.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/tombstone_key.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -93,7 +94,7 @@ void AppendKeyPredicate(StringInfo sql, Relation rel, const PrimaryKey &pk, Oid 
 }
 
 bool GetPrimaryKey(Relation rel, PrimaryKey *pk) {
-    Oid index = RelationGetPrimaryKeyIndex(rel);
+    Oid index = PrimaryKeyIndex(rel);
     if (!OidIsValid(index))
         return false;
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(index));

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "pg/base/relation_args.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -290,7 +291,7 @@ void RefuseDeferrablePrimaryKey(Relation rel) {
 
 void RequireCanonicalRowKey(Relation rel) {
     Oid relid = RelationGetRelid(rel);
-    Oid pkindex = RelationGetPrimaryKeyIndex(rel);
+    Oid pkindex = PrimaryKeyIndex(rel);
     if (!OidIsValid(pkindex)) {
         RefuseDeferrablePrimaryKey(rel);
         return;

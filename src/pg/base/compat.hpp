@@ -1,0 +1,193 @@
+// Every difference between the PostgreSQL major versions the extension builds
+// against (15 to 18) lives here, as a small function with one meaning on all
+// of them. No other file tests PG_VERSION_NUM.
+//
+// Tested on 15 and 18. 16 and 17 compile from the same guards, written from
+// PostgreSQL's release notes and source history, but no test runs on them.
+#pragma once
+
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "catalog/pg_class.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "storage/lock.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
+#if PG_VERSION_NUM >= 160000
+#include "utils/guc_hooks.h"
+#else
+#include "replication/syncrep.h"
+#endif
+#if PG_VERSION_NUM >= 170000
+#include "storage/procarray.h"
+#else
+#include "storage/sinvaladt.h"
+#endif
+}
+
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
+#error "fencing builds against PostgreSQL 15 to 18"
+#endif
+
+namespace fencing::pg {
+
+// Ownership checks: 16 folded the per-catalog functions into
+// object_ownercheck(class, oid, role).
+inline bool OwnsRelation(Oid relid, Oid role) {
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(RelationRelationId, relid, role);
+#else
+    return pg_class_ownercheck(relid, role);
+#endif
+}
+
+inline bool OwnsType(Oid type, Oid role) {
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(TypeRelationId, type, role);
+#else
+    return pg_type_ownercheck(type, role);
+#endif
+}
+
+inline bool OwnsNamespace(Oid nsp, Oid role) {
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(NamespaceRelationId, nsp, role);
+#else
+    return pg_namespace_ownercheck(nsp, role);
+#endif
+}
+
+// The relation's current storage file number (16 renamed RelFileNode to
+// RelFileLocator). A rewrite (VACUUM FULL, CLUSTER, TRUNCATE) changes it.
+inline Oid RelationStorageNumber(Relation rel) {
+#if PG_VERSION_NUM >= 160000
+    return rel->rd_locator.relNumber;
+#else
+    return rel->rd_node.relNode;
+#endif
+}
+
+// simple_heap_update: 16 returns which indexes need new entries through an
+// out argument. The callers here insert index entries themselves for a
+// version that is not heap-only, as on 15.
+inline void SimpleHeapUpdate(Relation rel, ItemPointer otid, HeapTuple tuple) {
+#if PG_VERSION_NUM >= 160000
+    TU_UpdateIndexes update_indexes;
+    simple_heap_update(rel, otid, tuple, &update_indexes);
+#else
+    simple_heap_update(rel, otid, tuple);
+#endif
+}
+
+// index_beginscan: 18 takes an instrumentation struct (none here).
+inline IndexScanDesc BeginIndexScan(Relation heap, Relation index, Snapshot snapshot, int nkeys,
+                                    int norderbys) {
+#if PG_VERSION_NUM >= 180000
+    return index_beginscan(heap, index, snapshot, nullptr, nkeys, norderbys);
+#else
+    return index_beginscan(heap, index, snapshot, nkeys, norderbys);
+#endif
+}
+
+// The primary key index, and InvalidOid for a deferrable one, as 15 has it:
+// from 18 on the relcache records deferrable primary keys too, and a
+// deferrable key cannot identify a row at the moment its guard runs.
+inline Oid PrimaryKeyIndex(Relation rel) {
+#if PG_VERSION_NUM >= 180000
+    return RelationGetPrimaryKeyIndex(rel, false);
+#else
+    return RelationGetPrimaryKeyIndex(rel);
+#endif
+}
+
+// The primary key's columns, under the same rule as PrimaryKeyIndex: the
+// relcache's own bitmap once computed, else a copy; nullptr when the table
+// has no (immediate) primary key.
+inline const Bitmapset *PrimaryKeyColumns(Relation rel) {
+#if PG_VERSION_NUM >= 180000
+    if (!OidIsValid(PrimaryKeyIndex(rel)))
+        return nullptr;
+#endif
+#if PG_VERSION_NUM >= 160000
+    // 16 dropped rd_indexattr, the "bitmaps computed" marker: rd_attrsvalid.
+    return rel->rd_attrsvalid ? rel->rd_pkattr
+                              : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+#else
+    return rel->rd_indexattr != nullptr
+               ? rel->rd_pkattr
+               : RelationGetIndexAttrBitmap(rel, INDEX_ATTR_BITMAP_PRIMARY_KEY);
+#endif
+}
+
+// This backend's local transaction id (17 moved it into MyProc->vxid).
+inline LocalTransactionId CurrentLocalTransactionId() {
+#if PG_VERSION_NUM >= 170000
+    return MyProc->vxid.lxid;
+#else
+    return MyProc->lxid;
+#endif
+}
+
+// The process running a virtual transaction, or nullptr (17 replaced
+// backend ids with proc numbers).
+inline PGPROC *ProcOfVirtualTransaction(const VirtualTransactionId &vxid) {
+#if PG_VERSION_NUM >= 170000
+    return ProcNumberGetProc(vxid.procNumber);
+#else
+    return BackendIdGetProc(vxid.backendId);
+#endif
+}
+
+// A check hook's "extra": from 16 on PostgreSQL frees it with guc_free(),
+// which is pfree() in its GUC memory context, so it must come from
+// guc_malloc(); 15 frees it with free(). nullptr when out of memory.
+inline void *AllocateGucExtra(size_t size) {
+#if PG_VERSION_NUM >= 160000
+    return guc_malloc(LOG, size);
+#else
+    return malloc(size);
+#endif
+}
+
+// The search path of the extension's internal session: pg_catalog, and the
+// temporary schema never ahead of it. 15 and 16 push an override (cheap, and
+// invisible to SHOW); 17 removed overrides, so there a GUC nest level sets
+// search_path to "pg_catalog, pg_temp" (functions and operators are never
+// looked up in pg_temp) and is popped at the end, or by abort.
+struct SearchPathPin {
+    int guc_nest_level;
+};
+
+inline void PinCatalogSearchPath(SearchPathPin *pin) {
+#if PG_VERSION_NUM >= 170000
+    pin->guc_nest_level = NewGUCNestLevel();
+    RestrictSearchPath();
+#else
+    pin->guc_nest_level = 0;
+    OverrideSearchPath path;
+    path.schemas = NIL;
+    path.addCatalog = true;
+    path.addTemp = false;
+    path.generation = 0;
+    PushOverrideSearchPath(&path);
+#endif
+}
+
+inline void UnpinCatalogSearchPath(const SearchPathPin *pin) {
+#if PG_VERSION_NUM >= 170000
+    AtEOXact_GUC(true, pin->guc_nest_level);
+#else
+    (void)pin;
+    PopOverrideSearchPath();
+#endif
+}
+
+}  // namespace fencing::pg
