@@ -63,7 +63,7 @@ fi
 log "building PostgreSQL $UPSTREAM ($FLAVOR) into $PREFIX"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get install -y -qq bison flex gcc make perl libipc-run-perl libreadline-dev \
-    zlib1g-dev libssl-dev pkgconf dpkg-dev >/dev/null
+    zlib1g-dev libssl-dev libicu-dev pkgconf dpkg-dev >/dev/null
 
 WORK=$CACHE/src/$UPSTREAM
 $SUDO mkdir -p "$WORK" "$CACHE"
@@ -78,7 +78,7 @@ cd "postgresql-$UPSTREAM"
 
 rm -rf "$PREFIX"
 ./configure --prefix="$PREFIX" --enable-cassert --enable-debug --enable-tap-tests \
-    --without-icu --with-openssl CFLAGS="-O1 -g" CPPFLAGS="$EXTRA_CPPFLAGS" >configure.log 2>&1 ||
+    --with-icu --with-openssl CFLAGS="-O1 -g" CPPFLAGS="$EXTRA_CPPFLAGS" >configure.log 2>&1 ||
     { tail -30 configure.log >&2; exit 1; }
 make -s -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log >&2; exit 1; }
 make -s install >>build.log 2>&1

@@ -19,6 +19,7 @@ extern "C" {
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #if PG_VERSION_NUM >= 160000
@@ -154,6 +155,21 @@ inline void *AllocateGucExtra(size_t size) {
     return guc_malloc(LOG, size);
 #else
     return malloc(size);
+#endif
+}
+
+// A setting's record by name, or nullptr (16 exported find_option and
+// dropped the array-length accessor).
+inline config_generic *FindSettingRecord(const char *name) {
+#if PG_VERSION_NUM >= 160000
+    return find_option(name, false, true, ERROR);
+#else
+    config_generic **all = get_guc_variables();
+    int n = GetNumConfigOptions();
+    for (int i = 0; i < n; ++i)
+        if (pg_strcasecmp(all[i]->name, name) == 0)
+            return all[i];
+    return nullptr;
 #endif
 }
 

@@ -77,15 +77,6 @@ void AssignToken(const char *, void *extra) {
     session_token_value = parsed != nullptr ? parsed->value : 0;
 }
 
-config_generic *FindSetting(const char *name) {
-    config_generic **all = get_guc_variables();
-    int n = GetNumConfigOptions();
-    for (int i = 0; i < n; ++i)
-        if (pg_strcasecmp(all[i]->name, name) == 0)
-            return all[i];
-    return nullptr;
-}
-
 // Whether the current value of fencing.token was set inside the current
 // transaction. PostgreSQL keeps a stack entry for every variable changed
 // inside the transaction (SET, SET LOCAL, set_config(), a function's SET
@@ -154,7 +145,7 @@ void DefineSettings() {
         "fencing.token", "Fencing token carried by writes to protected tables.",
         "Use SET LOCAL so the token ends with the transaction. Empty means no token.",
         &token_setting, "", PGC_USERSET, GUC_NOT_IN_SAMPLE, CheckToken, AssignToken, nullptr);
-    token_record = FindSetting("fencing.token");
+    token_record = FindSettingRecord("fencing.token");
     // Superuser only: a client behind a pooler must not be able to switch it
     // on for the server connection it shares (GRANT SET ON PARAMETER, or
     // ALTER ROLE ... SET, for a dedicated connection's role).

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# The extension on a source-built, assert-enabled PostgreSQL: build the server
+# (test/pg/build-server.sh, cached), build the extension against it with
+# -Werror, then pg_regress, the isolation specs and the TAP suites, and a scan
+# of every server log for assertion failures. Prints "ok N - ..." /
+# "not ok N - ..." lines, one per test file and check.
+#
+#   test/matrix/run.sh MAJOR [FLAVOR]     MAJOR 15 or 18, FLAVOR assert (default)
+#   FENCING_MATRIX_PORT                   the scratch cluster's port (default 5540MAJOR)
+#   FENCING_MATRIX_TAP=0                  skip the TAP suites (a quick local run)
+set -uo pipefail
+MAJOR=${1:?usage: run.sh MAJOR [FLAVOR]}
+FLAVOR=${2:-assert}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+PORT=${FENCING_MATRIX_PORT:-$((55400 + MAJOR))}
+n=0
+check() {  # check OK DESCRIPTION
+    n=$((n + 1))
+    if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+}
+
+PG_CONFIG=$(bash "$ROOT/test/pg/build-server.sh" "$MAJOR" "$FLAVOR")
+check $? "PostgreSQL $MAJOR ($FLAVOR) built from Debian's source"
+[ -x "$PG_CONFIG" ] || exit 1
+VERSION=$("$PG_CONFIG" --version)
+BINDIR=$("$PG_CONFIG" --bindir)
+echo "# $VERSION at $BINDIR"
+
+# A copy of the checkout, so that this build's objects never mix with the
+# main build's (PGXS builds in the source directory).
+WORK=$(mktemp -d "/tmp/fencing-matrix-$MAJOR.XXXXXX")
+trap 'FENCING_PGPORT=$PORT PATH="$BINDIR:$PATH" bash "$WORK/test/cluster.sh" stop >/dev/null 2>&1; [ -n "${FENCING_MATRIX_KEEP:-}" ] || rm -rf "$WORK"' EXIT
+tar -C "$ROOT" --exclude=./build --exclude=./results --exclude=./output_iso \
+    --exclude='*.o' --exclude='*.d' --exclude='*.so' --exclude=./.git -cf - . | tar -C "$WORK" -xf -
+cd "$WORK" || exit 1
+chmod -R a+rX "$WORK"
+make -s PG_CONFIG="$PG_CONFIG" WERROR=-Werror >build.log 2>&1 &&
+    make -s PG_CONFIG="$PG_CONFIG" install >>build.log 2>&1
+rc=$?
+[ $rc -ne 0 ] && sed 's/^/# /' build.log | tail -40
+check $rc "the extension builds against $VERSION with -Wall -Wextra -Werror and installs"
+[ $rc -eq 0 ] || exit 1
+
+export PATH="$BINDIR:$PATH"
+export FENCING_PGPORT=$PORT
+bash test/cluster.sh stop >/dev/null 2>&1
+bash test/cluster.sh start
+eval "$(bash test/cluster.sh env)"
+make -s PG_CONFIG="$PG_CONFIG" installcheck TAP_TESTS= >regress.log 2>&1
+# One line per pg_regress / isolation test file: "test name ... ok" up to 15,
+# "ok N - name" / "not ok N - name" from 16 on.
+while read -r name verdict; do
+    check "$([ "$verdict" = ok ] && echo 0 || echo 1)" "$VERSION: $name"
+done < <(sed -nE -e 's/^(test| ) *([A-Za-z0-9_-]+) +\.\.\. (ok|FAILED).*/\2 \3/p' \
+    -e 's/^ok [0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
+    -e 's/^not ok [0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' regress.log)
+if grep -qE 'FAILED|^not ok' regress.log; then
+    cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200 | sed 's/^/# /'
+fi
+SERVER_LOG=/tmp/fencing-cluster-$PORT/server.log
+traps=$(grep -c 'TRAP:' "$SERVER_LOG" 2>/dev/null)
+check "$([ "${traps:-0}" -eq 0 ] && echo 0 || echo 1)" "$VERSION: no assertion failure in the server log of pg_regress and isolation (${traps:-0})"
+[ "${traps:-0}" -gt 0 ] && grep -A3 'TRAP:' "$SERVER_LOG" | head -40 | sed 's/^/# /'
+bash test/cluster.sh stop
+
+if [ "${FENCING_MATRIX_TAP:-1}" != 0 ]; then
+    # The TAP suites, on clusters of their own; their "ok N" lines go through
+    # as they are (the suite counts them), their server logs are scanned.
+    TESTDIR=$WORK/build/tap PG_CONFIG="$PG_CONFIG" bash test/t/run.sh 2>&1 | tee tap.log |
+        grep -E '^(not )?ok ' | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&$VERSION TAP: /"
+    tap_rc=${PIPESTATUS[0]}
+    check "$tap_rc" "$VERSION: the TAP suites exit cleanly"
+    [ "$tap_rc" -ne 0 ] && grep -vE '^(not )?ok ' tap.log | tail -60 | sed 's/^/# /'
+    traps=$(cat build/tap/tmp_check/log/*.log 2>/dev/null | grep -c 'TRAP:')
+    check "$([ "${traps:-0}" -eq 0 ] && echo 0 || echo 1)" "$VERSION: no assertion failure in the TAP suites' server logs (${traps:-0})"
+fi
