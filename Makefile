@@ -19,6 +19,9 @@
 #   make stress          100k fenced writes with real pauses, on a scratch cluster (STRESS_WRITES=)
 #   make fuzz            10^7 libFuzzer executions on the parser and decoder (FUZZ_RUNS=)
 #   make examples        the client examples (examples/) on a scratch cluster
+#   make matrix          PostgreSQL 15 and 18 built from source with assertions: every
+#                        regress, isolation and TAP test on each, pg_upgrade 15 -> 18
+#   make valgrind        pg_regress and isolation under Valgrind memcheck (PG_MAJOR=15|18)
 #   make format          clang-format the sources
 
 EXTENSION = fencing
@@ -66,7 +69,7 @@ include $(PGXS)
 -include $(OBJS:.o=.d)
 PROVE = bash $(srcdir)/test/t/run.sh
 
-.PHONY: demo test tap bench bench-report bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps deps-demo examples stress
+.PHONY: matrix valgrind demo test tap bench bench-report bench-pgbench bench-contention check-starvation bench-leases format unit fuzz deps deps-demo examples stress
 deps:
 	bash test/install-deps.sh full
 deps-demo:
@@ -79,6 +82,11 @@ test:
 	@bash test/run-all.sh --list $(SUITES)
 	bash test/install-deps.sh full
 	bash test/run-all.sh $(SUITES)
+matrix:
+	$(MAKE) test SUITES="pg15-assert pg18-assert upgrade-15-18"
+PG_MAJOR ?= 15
+valgrind:
+	bash test/matrix/valgrind.sh $(PG_MAJOR)
 # The TAP suites alone (installed extension, no running server needed).
 tap:
 	bash test/t/run.sh

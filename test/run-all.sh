@@ -55,6 +55,13 @@
 #              (test/encodings/run.sh)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
 #              Java, Django, SQLAlchemy against the same scratch cluster
+#   pg15-assert, pg18-assert
+#              PostgreSQL 15 and 18 built from Debian's source with --enable-cassert
+#              (test/pg/build-server.sh, cached): the extension with -Werror,
+#              pg_regress, isolation, every TAP suite, no assertion failure in any
+#              server log (test/matrix/run.sh)
+#   upgrade-15-18  pg_upgrade from the source-built 15 to 18 with state in every
+#              scope (test/t/040_pg_upgrade.pl across versions, test/matrix/upgrade.sh)
 #
 # Each test case counts once: a pg_regress or isolation test file, a GoogleTest
 # TEST, a fuzz run, an "ok N" line. A suite that executes no check (0 passed,
@@ -71,10 +78,10 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples sqlsmith tap patroni)
+    encodings examples sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=(meta deb unit fuzz)
+STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
 # Suites that run against the shared scratch cluster (the others start their own).
 ON_SHARED_CLUSTER=(regress security monitoring integration drivers keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
@@ -138,8 +145,8 @@ record() {  # record SUITE PASSED FAILED
 }
 
 # Suites that print "ok N - ..." / "not ok N - ..." lines.
-run_tap_like() {  # run_tap_like NAME SCRIPT
-    timeout 600 bash "$2" >"$LOGDIR/$1.log" 2>&1
+run_tap_like() {  # run_tap_like NAME SCRIPT [ARGS...]; SUITE_TIMEOUT seconds (600)
+    timeout "${SUITE_TIMEOUT:-600}" bash "$2" "${@:3}" >"$LOGDIR/$1.log" 2>&1
     local rc=$? ok bad
     ok=$(grep -c '^ok ' "$LOGDIR/$1.log")
     bad=$(grep -c '^not ok ' "$LOGDIR/$1.log")
@@ -238,6 +245,11 @@ suite_tap() {
 }
 
 suite_patroni() { run_tap_like patroni test/patroni/run.sh; }
+# The version matrix: each builds its server from Debian's source on first use
+# (cached in /var/cache/fencing-pg), hence the longer timeout.
+suite_pg15-assert() { SUITE_TIMEOUT=1800 run_tap_like pg15-assert test/matrix/run.sh 15 assert; }
+suite_pg18-assert() { SUITE_TIMEOUT=1800 run_tap_like pg18-assert test/matrix/run.sh 18 assert; }
+suite_upgrade-15-18() { SUITE_TIMEOUT=1800 run_tap_like upgrade-15-18 test/matrix/upgrade.sh; }
 
 # ---------------------------------------------------------------- the run
 start_shared_cluster() {

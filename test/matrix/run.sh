@@ -26,20 +26,14 @@ VERSION=$("$PG_CONFIG" --version)
 BINDIR=$("$PG_CONFIG" --bindir)
 echo "# $VERSION at $BINDIR"
 
-# A copy of the checkout, so that this build's objects never mix with the
-# main build's (PGXS builds in the source directory).
+source "$ROOT/test/matrix/lib.sh"
 WORK=$(mktemp -d "/tmp/fencing-matrix-$MAJOR.XXXXXX")
 trap 'FENCING_PGPORT=$PORT PATH="$BINDIR:$PATH" bash "$WORK/test/cluster.sh" stop >/dev/null 2>&1; [ -n "${FENCING_MATRIX_KEEP:-}" ] || rm -rf "$WORK"' EXIT
-tar -C "$ROOT" --exclude=./build --exclude=./results --exclude=./output_iso \
-    --exclude='*.o' --exclude='*.d' --exclude='*.so' --exclude=./.git -cf - . | tar -C "$WORK" -xf -
-cd "$WORK" || exit 1
-chmod -R a+rX "$WORK"
-make -s PG_CONFIG="$PG_CONFIG" WERROR=-Werror >build.log 2>&1 &&
-    make -s PG_CONFIG="$PG_CONFIG" install >>build.log 2>&1
+install_extension "$PG_CONFIG" "$WORK"
 rc=$?
-[ $rc -ne 0 ] && sed 's/^/# /' build.log | tail -40
 check $rc "the extension builds against $VERSION with -Wall -Wextra -Werror and installs"
 [ $rc -eq 0 ] || exit 1
+cd "$WORK" || exit 1
 
 export PATH="$BINDIR:$PATH"
 export FENCING_PGPORT=$PORT

@@ -1,8 +1,12 @@
 # pg_upgrade keeps every guard: state in every scope on an old cluster
 # (row scope with tombstones, resource scope in a namespace on a column after
 # a dropped one, table scope, partitions, a live lease), pg_upgrade --link
-# (PostgreSQL 15 -> 15) into a new cluster, then every guard is present and
-# current, the state is there and stale writes are refused in every scope.
+# into a new cluster, then every guard is present and current, the state is
+# there and stale writes are refused in every scope.
+#   FENCING_UPGRADE_FROM  the install prefix of an older PostgreSQL to upgrade
+#                         from (the version matrix: a source-built 15 -> 18);
+#                         by default the old cluster runs the same installation
+#                         as the new one.
 use strict;
 use warnings;
 use PostgreSQL::Test::Cluster;
@@ -11,7 +15,8 @@ use Test::More;
 use FencingTest;
 
 my $db = 'fenced';
-my $old = fresh_node('old');
+my $from = $ENV{FENCING_UPGRADE_FROM};
+my $old = fresh_node('old', $from ? (install_path => $from) : ());
 my $new = PostgreSQL::Test::Cluster->new('new');
 $new->init;
 $new->append_conf('postgresql.conf', "fsync = on\n");
@@ -46,11 +51,13 @@ is(query($old, $db, 'SELECT count(*) FROM fencing_protected WHERE guard_ok') . "
 	'4 16', 'old cluster: every guard in place');
 $old->stop;
 
-my $bindir = $old->config_data('--bindir');
+my $old_bindir = $old->config_data('--bindir');
+my $new_bindir = $new->config_data('--bindir');
+note 'pg_upgrade from ' . $old->pg_version . ' to ' . $new->pg_version;
 my $work = PostgreSQL::Test::Utils::tempdir('upgrade');
 my ($out, $err) = ('', '');
 IPC::Run::run(
-	[ 'pg_upgrade', '-b', $bindir, '-B', $bindir,
+	[ "$new_bindir/pg_upgrade", '-b', $old_bindir, '-B', $new_bindir,
 	  '-d', $old->data_dir, '-D', $new->data_dir, '-p', $old->port, '-P', $new->port,
 	  '-s', $new->host, '--link' ],
 	'>', \$out, '2>', \$err, init => sub { chdir $work or die $! });
@@ -81,6 +88,11 @@ my %stale = (
 is(sqlstate($new, $db, $stale{$_}), 'TF001', $_) for sort keys %stale;
 is(query($new, $db, q{SELECT fencing_acquire('held', 'h2', '1 hour') IS NULL}), 't',
 	'the live lease still excludes another holder after upgrade');
+is(query($new, $db, q{SELECT count(*) FROM fencing_stats_info}), '1',
+	'new cluster: the statistics views answer');
+is(query($new, $db, q{SELECT fencing_release('held', token) FROM fencing_leases WHERE resource = 'held'}
+	  . q{; SELECT fencing_acquire('held', 'h2', '1 hour') > } . (split /\|/, $lease)[1]), "t\nt",
+	'after release, the next token is above every token issued before the upgrade');
 is(query($new, $db, q{SELECT fenced_update('inventory', 31, '{"item": "a"}', '{"stock": 2}')}), '1',
 	'fresh token admitted after upgrade');
 # The state tables' replica trigger comes across ENABLE REPLICA, and a

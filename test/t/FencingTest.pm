@@ -84,7 +84,8 @@ sub fresh_node
 {
 	my ($name, %params) = @_;
 	my $conf = delete $params{conf} // '';
-	my $node = PostgreSQL::Test::Cluster->new($name);
+	my $install = delete $params{install_path};
+	my $node = PostgreSQL::Test::Cluster->new($name, $install ? (install_path => $install) : ());
 	$node->init(%params);
 	$node->append_conf('postgresql.conf', "fsync = on\n$conf");
 	$node->start;

@@ -15,6 +15,7 @@
 # scripts in a directory of its own under /tmp (the checkout may not be
 # readable by postgres); the logs are copied back to TESTDIR/tmp_check/log.
 #   FENCING_TAP_CRASH_CYCLES   kill -9 cycles of 010_crash.pl (default 20)
+#   FENCING_UPGRADE_FROM       040_pg_upgrade.pl: the old cluster's install prefix
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 PG_CONFIG=${PG_CONFIG:-pg_config}
@@ -56,6 +57,7 @@ chmod 755 "$STAGE"
 runuser -u postgres -- env -C "$STAGE" PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$STAGE" \
     FENCING_ROOT="$STAGE" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
     ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
+    ${FENCING_UPGRADE_FROM:+FENCING_UPGRADE_FROM=$FENCING_UPGRADE_FROM} \
     /usr/bin/prove "${args[@]}"
 rc=$?
 cp -a "$STAGE/tmp_check/log" "$TESTDIR/tmp_check/" 2>/dev/null
