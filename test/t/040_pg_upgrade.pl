@@ -12,13 +12,16 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use File::Spec;
 use FencingTest;
 
 my $db = 'fenced';
 my $from = $ENV{FENCING_UPGRADE_FROM};
-my $old = fresh_node('old', $from ? (install_path => $from) : ());
+# Data checksums on both sides: 18's initdb enables them by default, 15's
+# does not, and pg_upgrade needs the two clusters to agree.
+my $old = fresh_node('old', extra => ['--data-checksums'], $from ? (install_path => $from) : ());
 my $new = PostgreSQL::Test::Cluster->new('new');
-$new->init;
+$new->init(extra => ['--data-checksums']);
 $new->append_conf('postgresql.conf', "fsync = on\n");
 
 query($old, 'postgres', "CREATE DATABASE $db");
@@ -56,9 +59,12 @@ my $new_bindir = $new->config_data('--bindir');
 note 'pg_upgrade from ' . $old->pg_version . ' to ' . $new->pg_version;
 my $work = PostgreSQL::Test::Utils::tempdir('upgrade');
 my ($out, $err) = ('', '');
+# Absolute data directories: pg_upgrade runs in $work, and newer frameworks
+# give them relative to the test directory.
 IPC::Run::run(
 	[ "$new_bindir/pg_upgrade", '-b', $old_bindir, '-B', $new_bindir,
-	  '-d', $old->data_dir, '-D', $new->data_dir, '-p', $old->port, '-P', $new->port,
+	  '-d', File::Spec->rel2abs($old->data_dir), '-D', File::Spec->rel2abs($new->data_dir),
+	  '-p', $old->port, '-P', $new->port,
 	  '-s', $new->host, '--link' ],
 	'>', \$out, '2>', \$err, init => sub { chdir $work or die $! });
 is($? >> 8, 0, 'pg_upgrade --link succeeds') or diag "$out\n$err";
