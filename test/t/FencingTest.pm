@@ -24,7 +24,7 @@ sub logical_catch_up
 	while (time < $deadline)
 	{
 		my $synced = query($sub, $db,
-			q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate NOT IN ('r', 's')});
+			q{SELECT count(*) = 0 FROM pg_subscription_rel WHERE srsubstate <> 'r'});
 		my $applied = query($pub, $db,
 			"SELECT coalesce(bool_and(replay_lsn >= '$lsn'), false) FROM pg_stat_replication WHERE application_name = '$subname'");
 		return 1 if $synced eq 't' && $applied eq 't';
