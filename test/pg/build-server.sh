@@ -5,13 +5,14 @@
 #
 #   test/pg/build-server.sh MAJOR FLAVOR
 #     MAJOR   15 (bookworm's postgresql-15) or 18 (sid's postgresql-18)
-#     FLAVOR  assert    --enable-cassert --enable-debug
+#     FLAVOR  assert    --enable-cassert --enable-debug, -O1
 #             valgrind  the same, plus USE_VALGRIND (for memcheck runs)
+#             release   -O2 without assertions (for instruction counts)
 #
 # The build is cached under $FENCING_PG_CACHE (default /var/cache/fencing-pg),
-# keyed by the source version, the flavor and this script's own checksum, so
-# a second run on the same machine costs nothing and a changed recipe
-# rebuilds. A fresh machine builds (about 7 minutes per server on 2 cores).
+# keyed by the source version, the flavor and a checksum of the recipe (the
+# configure arguments and what is installed besides the core), so a second
+# run on the same machine costs nothing and a changed recipe rebuilds. A fresh machine builds (about 7 minutes per server on 2 cores).
 # The upstream tarball (Debian's .orig) is built, not Debian's patched tree:
 # Debian's patches hard-code /usr/lib/postgresql paths into the binaries.
 set -euo pipefail
@@ -26,11 +27,14 @@ case $MAJOR in
 18) SUITE=sid ;;
 *) log "unsupported major version $MAJOR (15 or 18)"; exit 2 ;;
 esac
+COMMON_ARGS=(--enable-tap-tests --with-icu --with-openssl)
 case $FLAVOR in
-assert) EXTRA_CPPFLAGS= ;;
-valgrind) EXTRA_CPPFLAGS=-DUSE_VALGRIND ;;
-*) log "unknown flavor $FLAVOR (assert or valgrind)"; exit 2 ;;
+assert) FLAVOR_ARGS=(--enable-cassert --enable-debug CFLAGS="-O1 -g") ;;
+valgrind) FLAVOR_ARGS=(--enable-cassert --enable-debug CFLAGS="-O1 -g" CPPFLAGS=-DUSE_VALGRIND) ;;
+release) FLAVOR_ARGS=(--enable-debug CFLAGS="-O2 -g") ;;
+*) log "unknown flavor $FLAVOR (assert, valgrind or release)"; exit 2 ;;
 esac
+CONTRIB=(citext pg_stat_statements postgres_fdw)
 
 SUDO=
 [ "$(id -u)" = 0 ] || SUDO=sudo
@@ -53,7 +57,8 @@ ensure_source_index
 VERSION=$(apt-cache showsrc "postgresql-$MAJOR" | sed -n 's/^Version: //p' | sort -V | tail -1)
 UPSTREAM=${VERSION%%-*}
 UPSTREAM=${UPSTREAM#*:}
-RECIPE=$(sha256sum "$0" | cut -c1-12)
+RECIPE=$(printf '%s\n' "${COMMON_ARGS[@]}" "${FLAVOR_ARGS[@]}" isolation perl "${CONTRIB[@]}" |
+    sha256sum | cut -c1-12)
 PREFIX=$CACHE/$UPSTREAM-$FLAVOR-$RECIPE
 if [ -f "$PREFIX/.complete" ]; then
     echo "$PREFIX/bin/pg_config"
@@ -77,8 +82,7 @@ tar xf ./*.orig.tar.*
 cd "postgresql-$UPSTREAM"
 
 rm -rf "$PREFIX"
-./configure --prefix="$PREFIX" --enable-cassert --enable-debug --enable-tap-tests \
-    --with-icu --with-openssl CFLAGS="-O1 -g" CPPFLAGS="$EXTRA_CPPFLAGS" >configure.log 2>&1 ||
+./configure --prefix="$PREFIX" "${COMMON_ARGS[@]}" "${FLAVOR_ARGS[@]}" >configure.log 2>&1 ||
     { tail -30 configure.log >&2; exit 1; }
 make -s -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log >&2; exit 1; }
 make -s install >>build.log 2>&1
@@ -87,7 +91,7 @@ make -s install >>build.log 2>&1
 # contrib modules the suites create.
 make -s -C src/test/isolation install >>build.log 2>&1
 make -s -C src/test/perl install >>build.log 2>&1
-for m in citext pg_stat_statements postgres_fdw; do
+for m in "${CONTRIB[@]}"; do
     make -s -C "contrib/$m" install >>build.log 2>&1
 done
 # Valgrind's suppressions for PostgreSQL itself, next to the build.
