@@ -18,3 +18,15 @@ install_extension() {
     tail -40 "$dir/build.log" | sed 's/^/# /'
     return 1
 }
+
+# crash_lines FILE...: the lines of server logs that show an assertion
+# failure (TRAP), a PANIC, or a backend killed by a signal other than the
+# SIGKILL the crash tests send on purpose. Fails when no file exists, so that
+# a scan of nothing never passes.
+crash_lines() {
+    local f found=0
+    for f in "$@"; do [ -f "$f" ] && found=1; done
+    [ "$found" = 1 ] || { echo "no server log to scan: $*"; return 1; }
+    cat "$@" 2>/dev/null | grep -E 'TRAP:|PANIC:|terminated by signal ([0-8]|1[0-9]|[2-9][0-9])\b'
+    return 0
+}

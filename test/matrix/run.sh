@@ -52,9 +52,11 @@ if grep -qE 'FAILED|^not ok' regress.log; then
     cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200 | sed 's/^/# /'
 fi
 SERVER_LOG=/tmp/fencing-cluster-$PORT/server.log
-traps=$(grep -c 'TRAP:' "$SERVER_LOG" 2>/dev/null)
-check "$([ "${traps:-0}" -eq 0 ] && echo 0 || echo 1)" "$VERSION: no assertion failure in the server log of pg_regress and isolation (${traps:-0})"
-[ "${traps:-0}" -gt 0 ] && grep -A3 'TRAP:' "$SERVER_LOG" | head -40 | sed 's/^/# /'
+crashes=$(crash_lines "$SERVER_LOG")
+scan_rc=$?
+[ -n "$crashes" ] && echo "$crashes" | head -20 | sed 's/^/# /'
+check "$([ $scan_rc -eq 0 ] && [ -z "$crashes" ] && echo 0 || echo 1)" \
+    "$VERSION: no assertion failure, PANIC or crashed backend in the pg_regress and isolation server log"
 bash test/cluster.sh stop
 
 if [ "${FENCING_MATRIX_TAP:-1}" != 0 ]; then
@@ -65,6 +67,10 @@ if [ "${FENCING_MATRIX_TAP:-1}" != 0 ]; then
     tap_rc=${PIPESTATUS[0]}
     check "$tap_rc" "$VERSION: the TAP suites exit cleanly"
     [ "$tap_rc" -ne 0 ] && grep -vE '^(not )?ok ' tap.log | tail -60 | sed 's/^/# /'
-    traps=$(cat build/tap/tmp_check/log/*.log 2>/dev/null | grep -c 'TRAP:')
-    check "$([ "${traps:-0}" -eq 0 ] && echo 0 || echo 1)" "$VERSION: no assertion failure in the TAP suites' server logs (${traps:-0})"
+    logs=(build/tap/tmp_check/log/*.log)
+    crashes=$(crash_lines "${logs[@]}")
+    scan_rc=$?
+    [ -n "$crashes" ] && echo "$crashes" | head -20 | sed 's/^/# /'
+    check "$([ $scan_rc -eq 0 ] && [ -z "$crashes" ] && echo 0 || echo 1)" \
+        "$VERSION: no assertion failure, PANIC or crashed backend in the TAP suites' ${#logs[@]} logs"
 fi

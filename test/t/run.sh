@@ -25,6 +25,10 @@ PERL_LIB=$PGXS_DIR/src/test/perl
 export PATH="$BINDIR:$PATH"
 export PG_REGRESS=${PG_REGRESS:-$PGXS_DIR/src/test/regress/pg_regress}
 export TESTDIR=${TESTDIR:-$ROOT/build/tap}
+# Where the framework puts data directories and logs: 15's derives both from
+# TESTDIR, 16+'s reads these two (else paths relative to the working
+# directory); set both so every version logs to TESTDIR/tmp_check/log.
+export TESTDATADIR=$TESTDIR/tmp_check TESTLOGDIR=$TESTDIR/tmp_check/log
 # The test files find the repository (fencing.control, sql/) here.
 export FENCING_ROOT=$ROOT
 cd "$ROOT"
@@ -55,6 +59,7 @@ mkdir -p "$STAGE/tmp_check"
 chown -R postgres: "$STAGE"
 chmod 755 "$STAGE"
 runuser -u postgres -- env -C "$STAGE" PATH="$PATH" PG_REGRESS="$PG_REGRESS" TESTDIR="$STAGE" \
+    TESTDATADIR="$STAGE/tmp_check" TESTLOGDIR="$STAGE/tmp_check/log" \
     FENCING_ROOT="$STAGE" PG_CONFIG="$PG_CONFIG" ${PG_TEST_NOCLEAN:+PG_TEST_NOCLEAN=1} \
     ${FENCING_TAP_CRASH_CYCLES:+FENCING_TAP_CRASH_CYCLES=$FENCING_TAP_CRASH_CYCLES} \
     ${FENCING_UPGRADE_FROM:+FENCING_UPGRADE_FROM=$FENCING_UPGRADE_FROM} \
