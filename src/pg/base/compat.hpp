@@ -42,28 +42,32 @@ namespace fencing::pg {
 
 // Ownership checks: 16 folded the per-catalog functions into
 // object_ownercheck(class, oid, role).
+inline bool OwnsObject(Oid class_id, Oid object, Oid role) {
+#if PG_VERSION_NUM >= 160000
+    return object_ownercheck(class_id, object, role);
+#else
+    switch (class_id) {
+        case RelationRelationId:
+            return pg_class_ownercheck(object, role);
+        case TypeRelationId:
+            return pg_type_ownercheck(object, role);
+        case NamespaceRelationId:
+            return pg_namespace_ownercheck(object, role);
+        default:
+            elog(ERROR, "fencing: no ownership check for catalog %u", class_id);
+    }
+    return false;
+#endif
+}
+
 inline bool OwnsRelation(Oid relid, Oid role) {
-#if PG_VERSION_NUM >= 160000
-    return object_ownercheck(RelationRelationId, relid, role);
-#else
-    return pg_class_ownercheck(relid, role);
-#endif
+    return OwnsObject(RelationRelationId, relid, role);
 }
-
 inline bool OwnsType(Oid type, Oid role) {
-#if PG_VERSION_NUM >= 160000
-    return object_ownercheck(TypeRelationId, type, role);
-#else
-    return pg_type_ownercheck(type, role);
-#endif
+    return OwnsObject(TypeRelationId, type, role);
 }
-
 inline bool OwnsNamespace(Oid nsp, Oid role) {
-#if PG_VERSION_NUM >= 160000
-    return object_ownercheck(NamespaceRelationId, nsp, role);
-#else
-    return pg_namespace_ownercheck(nsp, role);
-#endif
+    return OwnsObject(NamespaceRelationId, nsp, role);
 }
 
 // The relation's current storage file number (16 renamed RelFileNode to
