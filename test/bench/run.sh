@@ -40,7 +40,10 @@
 # Knobs: BENCH_N1, BENCH_N2, BENCH_ROWS, BENCH_JOBS, BENCH_VARIANTS (names),
 # BENCH_KEEP=1 keeps the work directory, FENCING_PGPORT, and BENCH_SETUP_SQL:
 # SQL run at the end of the setup, for what-if runs (it is printed, and
-# recorded in results.txt).
+# recorded in results.txt). PG_CONFIG: the server to measure (default: the
+# pg_config on PATH, Debian's 15); with it set, the extension is built in a
+# copy of the checkout (test/matrix/lib.sh) so that the worktree's objects stay
+# those of the default server, and that server's binaries come first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$(pwd)
@@ -53,7 +56,9 @@ N1=${BENCH_N1:-$ROWS}
 N2=${BENCH_N2:-$((2 * ROWS))}
 JOBS=${BENCH_JOBS:-2}
 export FENCING_PGPORT=${FENCING_PGPORT:-54369}
-PGBIN=$(pg_config --bindir)
+PGBIN=$("${PG_CONFIG:-pg_config}" --bindir)
+# test/cluster.sh, psql and pg_ctl: the measured server's.
+export PATH=$PGBIN:$PATH
 DB=fencing_bench
 # The same for every variant; single-user mode runs no autovacuum, no
 # checkpointer and no background writer anyway.
@@ -222,8 +227,14 @@ trap 'exit 130' INT TERM
 # 1. Build and install.
 # ---------------------------------------------------------------------------
 echo "== build and install"
-make -s >/dev/null
-$SUDO make -s install >/dev/null
+if [ -n "${PG_CONFIG:-}" ]; then
+    source test/matrix/lib.sh
+    mkdir "$WORK/ext"
+    install_extension "$PG_CONFIG" "$WORK/ext" || { echo "bench: the build against $PG_CONFIG failed" >&2; exit 2; }
+else
+    make -s >/dev/null
+    $SUDO make -s install >/dev/null
+fi
 
 # ---------------------------------------------------------------------------
 # 2. Pristine cluster, set up through the normal server.
