@@ -82,6 +82,10 @@ tar xf ./*.orig.tar.*
 cd "postgresql-$UPSTREAM"
 
 rm -rf "$PREFIX"
+# Called from `make test`, this script inherits the outer make's MAKEFLAGS
+# and MAKELEVEL, and PostgreSQL's makefiles then skip building their
+# generated headers first (a sub-make expects its parent to have done it).
+unset MAKEFLAGS MAKELEVEL MFLAGS
 ./configure --prefix="$PREFIX" "${COMMON_ARGS[@]}" "${FLAVOR_ARGS[@]}" >configure.log 2>&1 ||
     { tail -30 configure.log >&2; exit 1; }
 make -s -j"$(nproc)" >build.log 2>&1 || { tail -40 build.log >&2; exit 1; }
