@@ -8,6 +8,12 @@
 -- (retirement: end of section)
 
 ----------------------------------------------------------------------------
+-- Statistics: floors and retirement in the views; LRU eviction counted.
+----------------------------------------------------------------------------
+
+-- (statistics: end of section)
+
+----------------------------------------------------------------------------
 -- Leases: re-acquire, several resources at once, FIFO waiters, checks.
 ----------------------------------------------------------------------------
 
