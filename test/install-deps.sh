@@ -33,6 +33,7 @@ FULL_ONLY=(
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
     # the client examples (examples/): Django, SQLAlchemy, JDBC
     python3-django python3-psycopg2 python3-sqlalchemy
+    ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
     default-jdk-headless libpostgresql-jdbc-java
     # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
     git dpkg-dev debhelper fakeroot postgresql-server-dev-all

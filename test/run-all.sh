@@ -32,6 +32,7 @@
 #              of the primary under writing and leasing clients (test/patroni/run.sh)
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
+#              and ActiveRecord saves (lock_version, partial_writes, attr_readonly)
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   starvation a raise gets through 8 pgbench writers at the HWM (test/starvation/run.sh)
 #   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
