@@ -1,0 +1,376 @@
+package fencing.jdbc;
+
+import java.lang.management.ManagementFactory;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A lease from fencing_acquire(), renewed in the background, released on close.
+ *
+ * <pre>
+ * try (Lease lease = Lease.builder(source).resource("orders").ttl(Duration.ofSeconds(10)).acquire()) {
+ *     lease.transaction(conn, c -&gt; { ... plain UPDATE/INSERT/DELETE ...; return null; });
+ * }
+ * </pre>
+ *
+ * The lease holds one connection of its own (from the ConnectionSource) for acquire, renew and
+ * release. Renewals run every renewInterval (default ttl/3), shortened by up to jitter so that
+ * holders do not renew in step. The lost signal (listener, lost() future, isLost()) fires when a
+ * renewal is refused (expired, or a newer holder), and also when renewals keep failing until
+ * safetyMargin before the TTL would run out, counted from before the last successful
+ * acquire or renewal was sent: so it fires before the server lets another holder in. A
+ * process paused past its TTL (GC, SIGSTOP) cannot signal during the pause; isLost() is true
+ * from the moment it resumes, and the server refuses its late writes (StaleTokenException).
+ */
+public final class Lease implements AutoCloseable {
+    private final Builder options;
+    private final ScheduledExecutorService scheduler;
+    private final boolean ownScheduler;
+    private final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
+    private long token;
+    private Connection connection;
+    private volatile long deadlineNanos;
+    private ScheduledFuture<?> renewal;
+    private ScheduledFuture<?> watchdog;
+    private boolean closed;
+
+    private Lease(Builder options) {
+        this.options = options;
+        this.ownScheduler = options.scheduler == null;
+        this.scheduler = ownScheduler ? newScheduler(options.resource) : options.scheduler;
+    }
+
+    public static Builder builder(ConnectionSource source) {
+        return new Builder(source);
+    }
+
+    /** Options; acquire() or tryAcquire() makes the lease. */
+    public static final class Builder {
+        private final ConnectionSource source;
+        private String resource;
+        private String holder = defaultHolder();
+        private String namespace = "default";
+        private Duration ttl = Duration.ofSeconds(30);
+        private Duration wait;
+        private Duration renewInterval;
+        private double jitter = 0.2;
+        private Duration safetyMargin;
+        private LeaseListener listener;
+        private ScheduledExecutorService scheduler;
+
+        private Builder(ConnectionSource source) {
+            this.source = Objects.requireNonNull(source, "source");
+        }
+
+        public Builder resource(String resource) { this.resource = resource; return this; }
+
+        public Builder holder(String holder) { this.holder = holder; return this; }
+
+        public Builder namespace(String namespace) { this.namespace = namespace; return this; }
+
+        public Builder ttl(Duration ttl) { this.ttl = ttl; return this; }
+
+        /** How long acquire() waits for another holder's lease to end; null (default): not at all. */
+        public Builder waitFor(Duration wait) { this.wait = wait; return this; }
+
+        public Builder renewInterval(Duration interval) { this.renewInterval = interval; return this; }
+
+        /** Fraction (0 to 0.5) by which each renewal comes earlier, at random. */
+        public Builder jitter(double jitter) { this.jitter = jitter; return this; }
+
+        /** How long before the TTL runs out a lease with failing renewals counts as lost. */
+        public Builder safetyMargin(Duration margin) { this.safetyMargin = margin; return this; }
+
+        public Builder listener(LeaseListener listener) { this.listener = listener; return this; }
+
+        /** A scheduler to renew on (not shut down by the lease); default: one thread per lease. */
+        public Builder scheduler(ScheduledExecutorService scheduler) { this.scheduler = scheduler; return this; }
+
+        /** The lease; LeaseUnavailableException when another holder's lease stayed live. */
+        public Lease acquire() throws SQLException {
+            Lease lease = tryAcquire();
+            if (lease == null)
+                throw new LeaseUnavailableException("the lease on '" + resource + "' (namespace '" + namespace
+                        + "') is held by another holder" + (wait == null ? "" : " for all of " + wait));
+            return lease;
+        }
+
+        /** The lease, or null when another holder's lease stayed live. */
+        public Lease tryAcquire() throws SQLException {
+            validate();
+            Lease lease = new Lease(this);
+            boolean ok = false;
+            try {
+                ok = lease.start();
+                return ok ? lease : null;
+            } finally {
+                if (!ok)
+                    lease.shutdown();
+            }
+        }
+
+        private void validate() {
+            Objects.requireNonNull(resource, "resource");
+            Objects.requireNonNull(holder, "holder");
+            Objects.requireNonNull(namespace, "namespace");
+            if (ttl == null || ttl.toMillis() < 100)
+                throw new IllegalArgumentException("ttl must be at least 100 ms");
+            if (jitter < 0 || jitter > 0.5)
+                throw new IllegalArgumentException("jitter must be between 0 and 0.5");
+            if (renewInterval == null)
+                renewInterval = ttl.dividedBy(3);
+            if (safetyMargin == null)
+                safetyMargin = ttl.dividedBy(10);
+            if (renewInterval.plus(safetyMargin).compareTo(ttl) >= 0)
+                throw new IllegalArgumentException("renewInterval + safetyMargin must be below ttl");
+        }
+    }
+
+    public long token() { return token; }
+
+    public String resource() { return options.resource; }
+
+    public String namespace() { return options.namespace; }
+
+    public String holder() { return options.holder; }
+
+    /** Completes (with the reason) when the lease is lost; never completes exceptionally. */
+    public CompletableFuture<LeaseLostException> lost() { return lost; }
+
+    /** True once lost, and from the safety deadline on even before the watchdog has run. */
+    public boolean isLost() {
+        if (!lost.isDone() && System.nanoTime() - deadlineNanos >= 0)
+            markLost("renewals did not land before the safety deadline", null);
+        return lost.isDone();
+    }
+
+    /** Throws LeaseLostException when the lease is lost. */
+    public void requireLive() throws LeaseLostException {
+        if (isLost())
+            throw lost.getNow(null);
+    }
+
+    /** Fencing.withToken(c, token(), work), refused with LeaseLostException once the lease is lost. */
+    public <T> T transaction(Connection c, SqlWork<T> work) throws SQLException {
+        requireLive();
+        return Fencing.withToken(c, token, work);
+    }
+
+    public long fencedUpdate(Connection c, String table, String keyJson, String changesJson) throws SQLException {
+        requireLive();
+        return Fencing.fencedUpdate(c, table, token, keyJson, changesJson);
+    }
+
+    public long fencedDelete(Connection c, String table, String keyJson) throws SQLException {
+        requireLive();
+        return Fencing.fencedDelete(c, table, token, keyJson);
+    }
+
+    public long fencedUpsert(Connection c, String table, String rowJson) throws SQLException {
+        requireLive();
+        return Fencing.fencedUpsert(c, table, token, rowJson);
+    }
+
+    /** fencing_check() for this lease's token: still current on the server (a check, not a fence). */
+    public boolean check(Connection c) throws SQLException {
+        return Fencing.check(c, options.resource, token, options.namespace);
+    }
+
+    /** Stops renewing and releases the lease (unless lost). Idempotent. */
+    @Override
+    public void close() throws SQLException {
+        synchronized (this) {
+            if (closed)
+                return;
+            closed = true;
+            cancelTimers();
+        }
+        try {
+            if (!lost.isDone())
+                release();
+        } finally {
+            shutdown();
+        }
+    }
+
+    // ------------------------------------------------------------------ internals
+
+    private boolean start() throws SQLException {
+        long sent = System.nanoTime();
+        Long issued;
+        try (PreparedStatement ps = conn().prepareStatement(Fencing.qualify(conn(),
+                "SELECT @fencing_acquire(?, ?, ?::pg_catalog.interval, ?::pg_catalog.interval, ?)::pg_catalog.int8"))) {
+            ps.setString(1, options.resource);
+            ps.setString(2, options.holder);
+            ps.setString(3, Fencing.interval(options.ttl));
+            ps.setString(4, options.wait == null ? null : Fencing.interval(options.wait));
+            ps.setString(5, options.namespace);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long v = rs.getLong(1);
+                issued = rs.wasNull() ? null : v;
+            }
+        } catch (SQLException e) {
+            dropConnection();
+            throw Fencing.translate(e);
+        }
+        if (issued == null)
+            return false;
+        token = issued;
+        synchronized (this) {
+            extendDeadline(sent);
+            scheduleRenewal(options.renewInterval);
+        }
+        return true;
+    }
+
+    private Connection conn() throws SQLException {
+        if (connection == null || connection.isClosed()) {
+            connection = options.source.open();
+            connection.setAutoCommit(true);
+        }
+        return connection;
+    }
+
+    private void dropConnection() {
+        if (connection != null) {
+            try {
+                connection.close();
+            } catch (SQLException ignored) {
+                // the connection is broken already; a renewal opens a new one
+            }
+            connection = null;
+        }
+    }
+
+    /** Called with this locked: the deadline is measured from before the request was sent. */
+    private void extendDeadline(long sentNanos) {
+        deadlineNanos = sentNanos + options.ttl.minus(options.safetyMargin).toNanos();
+        if (watchdog != null)
+            watchdog.cancel(false);
+        long delay = deadlineNanos - System.nanoTime();
+        watchdog = scheduler.schedule(() -> {
+            if (System.nanoTime() - deadlineNanos >= 0)
+                markLost("renewals did not land before the safety deadline", null);
+        }, Math.max(0, delay), TimeUnit.NANOSECONDS);
+    }
+
+    private void scheduleRenewal(Duration after) {
+        if (closed || lost.isDone())
+            return;
+        double shorten = options.jitter * ThreadLocalRandom.current().nextDouble();
+        long delay = (long) (after.toNanos() * (1.0 - shorten));
+        renewal = scheduler.schedule(this::renewOnce, delay, TimeUnit.NANOSECONDS);
+    }
+
+    private void renewOnce() {
+        if (closed || lost.isDone())
+            return;
+        long sent = System.nanoTime();
+        try {
+            if (!renewStatement()) {
+                markLost("the server refused the renewal: the lease expired or a newer holder took it", null);
+                return;
+            }
+            synchronized (this) {
+                if (closed || lost.isDone())
+                    return;
+                if (System.nanoTime() - deadlineNanos >= 0) {
+                    // Landed, but after the deadline that already counts as lost.
+                    markLost("renewals did not land before the safety deadline", null);
+                    return;
+                }
+                extendDeadline(sent);
+                scheduleRenewal(options.renewInterval);
+            }
+        } catch (SQLException e) {
+            dropConnection();
+            if (options.listener != null)
+                options.listener.renewalFailed(this, e);
+            synchronized (this) {
+                scheduleRenewal(options.renewInterval.dividedBy(4));
+            }
+        } catch (RuntimeException e) {
+            markLost("the renewal failed: " + e, e);
+        }
+    }
+
+    private boolean renewStatement() throws SQLException {
+        Connection c = conn();
+        try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
+                "SELECT @fencing_renew(?, ?, ?::pg_catalog.interval, ?)"))) {
+            ps.setString(1, options.resource);
+            ps.setLong(2, token);
+            ps.setString(3, Fencing.interval(options.ttl));
+            ps.setString(4, options.namespace);
+            // A renewal that cannot land before the deadline is useless: bound it.
+            long left = TimeUnit.NANOSECONDS.toSeconds(deadlineNanos - System.nanoTime());
+            ps.setQueryTimeout((int) Math.max(1, left));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getBoolean(1);
+            }
+        }
+    }
+
+    private void release() throws SQLException {
+        Connection c = conn();
+        try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c, "SELECT @fencing_release(?, ?, ?)"))) {
+            ps.setString(1, options.resource);
+            ps.setLong(2, token);
+            ps.setString(3, options.namespace);
+            ps.execute();
+        }
+    }
+
+    private void markLost(String why, Throwable cause) {
+        LeaseLostException reason;
+        synchronized (this) {
+            if (lost.isDone())
+                return;
+            reason = new LeaseLostException("lease on '" + options.resource + "' (token " + token + ") lost: " + why,
+                    options.resource, token, cause);
+            cancelTimers();
+            lost.complete(reason);
+        }
+        if (options.listener != null)
+            options.listener.leaseLost(this, reason);
+    }
+
+    private void cancelTimers() {
+        if (renewal != null)
+            renewal.cancel(false);
+        if (watchdog != null)
+            watchdog.cancel(false);
+    }
+
+    private void shutdown() {
+        dropConnection();
+        if (ownScheduler)
+            scheduler.shutdownNow();
+    }
+
+    private static ScheduledExecutorService newScheduler(String resource) {
+        // Two threads: the watchdog fires on time even while a renewal hangs on the network.
+        return Executors.newScheduledThreadPool(2, r -> {
+            Thread t = new Thread(r, "fencing-lease-" + resource);
+            t.setDaemon(true);
+            return t;
+        });
+    }
+
+    private static String defaultHolder() {
+        return ManagementFactory.getRuntimeMXBean().getName() + "/" + UUID.randomUUID();
+    }
+}
