@@ -228,6 +228,23 @@ public final class Lease implements AutoCloseable {
         if (issued == null)
             return false;
         token = issued;
+        if (options.wait != null) {
+            // The server granted the lease somewhere within the wait, so the send time is no
+            // bound on its expiry: renew at once and count from that request instead.
+            sent = System.nanoTime();
+            try {
+                if (!renewStatement(options.ttl.toMillis()))
+                    return false;
+            } catch (SQLException e) {
+                try {
+                    release();
+                } catch (SQLException r) {
+                    e.addSuppressed(r);
+                }
+                dropConnection();
+                throw Fencing.translate(e);
+            }
+        }
         synchronized (this) {
             extendDeadline(sent);
             scheduleRenewal(options.renewInterval);
@@ -279,21 +296,24 @@ public final class Lease implements AutoCloseable {
             return;
         long sent = System.nanoTime();
         try {
-            if (!renewStatement()) {
+            long left = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - sent);
+            if (!renewStatement(left)) {
                 markLost("the server refused the renewal: the lease expired or a newer holder took it", null);
                 return;
             }
+            boolean late;
             synchronized (this) {
                 if (closed || lost.isDone())
                     return;
-                if (System.nanoTime() - deadlineNanos >= 0) {
-                    // Landed, but after the deadline that already counts as lost.
-                    markLost("renewals did not land before the safety deadline", null);
-                    return;
+                // Landed after the deadline, which already counts as lost.
+                late = System.nanoTime() - deadlineNanos >= 0;
+                if (!late) {
+                    extendDeadline(sent);
+                    scheduleRenewal(options.renewInterval);
                 }
-                extendDeadline(sent);
-                scheduleRenewal(options.renewInterval);
             }
+            if (late)
+                markLost("renewals did not land before the safety deadline", null);
         } catch (SQLException e) {
             dropConnection();
             if (options.listener != null)
@@ -306,7 +326,8 @@ public final class Lease implements AutoCloseable {
         }
     }
 
-    private boolean renewStatement() throws SQLException {
+    /** fencing_renew(); false when the server refused. Bounded by timeoutMs (at least 1 s). */
+    private boolean renewStatement(long timeoutMs) throws SQLException {
         Connection c = conn();
         try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
                 "SELECT @fencing_renew(?, ?, ?::pg_catalog.interval, ?)"))) {
@@ -315,8 +336,7 @@ public final class Lease implements AutoCloseable {
             ps.setString(3, Fencing.interval(options.ttl));
             ps.setString(4, options.namespace);
             // A renewal that cannot land before the deadline is useless: bound it.
-            long left = TimeUnit.NANOSECONDS.toSeconds(deadlineNanos - System.nanoTime());
-            ps.setQueryTimeout((int) Math.max(1, left));
+            ps.setQueryTimeout((int) Math.max(1, timeoutMs / 1000));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);

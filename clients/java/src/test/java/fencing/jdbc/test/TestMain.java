@@ -86,7 +86,7 @@ public final class TestMain {
         n++;
         if (!pass)
             failed++;
-        System.out.println((pass ? "ok " : "not ok ") + n + " - " + name);
+        System.out.println((pass ? "ok " : "not ok ") + n + " - " + name.replaceAll("\\s*\\n\\s*", " | "));
         System.out.flush();
         return pass;
     }
@@ -170,7 +170,8 @@ public final class TestMain {
     }
 
     private static void testContender() throws Exception {
-        try (Lease a = Lease.builder(source()).resource("cont").holder("a").ttl(Duration.ofSeconds(5)).acquire()) {
+        Lease a = Lease.builder(source()).resource("cont").holder("a").ttl(Duration.ofSeconds(5)).acquire();
+        try {
             Lease b = Lease.builder(source()).resource("cont").holder("b").ttl(Duration.ofSeconds(5)).tryAcquire();
             ok(b == null, "contender: tryAcquire without wait returns null while the lease is live");
             long t0 = System.nanoTime();
@@ -180,6 +181,29 @@ public final class TestMain {
             ok(e instanceof LeaseUnavailableException && "55P03".equals(((SQLException) e).getSQLState()),
                     "contender: acquire with wait throws LeaseUnavailableException (55P03): " + e);
             ok(ms >= 350 && ms < 3000, "contender: it waited about the wait (" + ms + " ms)");
+            // A waiter gets the lease when the holder releases, and counts its TTL from then.
+            Thread releaser = new Thread(() -> {
+                try {
+                    Thread.sleep(1500);
+                    a.close();
+                } catch (Exception x) {
+                    x.printStackTrace(System.out);
+                }
+            });
+            releaser.start();
+            t0 = System.nanoTime();
+            try (Lease b2 = Lease.builder(source()).resource("cont").holder("b").ttl(Duration.ofMillis(1000))
+                    .waitFor(Duration.ofSeconds(5)).acquire()) {
+                ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+                ok(ms >= 1000 && b2.token() > a.token(), "contender: the waiter got the lease on release (" + ms
+                        + " ms), token " + a.token() + " -> " + b2.token());
+                ok(!b2.isLost(), "contender: a lease that waited longer than its TTL is not lost on arrival");
+                Thread.sleep(1500);
+                ok(!b2.isLost(), "contender: and it renews past its TTL");
+            }
+            releaser.join();
+        } finally {
+            a.close();
         }
     }
 
