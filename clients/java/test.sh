@@ -2,7 +2,8 @@
 # The Java client's suite: builds the jar (build.sh), compiles the test harness against it,
 # starts a scratch cluster with the extension (test/cluster.sh on a private port and socket
 # directory; the extension must be installed: make install), and runs the harness, which
-# prints TAP lines ("ok N - ...", "not ok N - ...").
+# prints TAP lines ("ok N - ...", "not ok N - ..."), on the extension at its default
+# version and at 1.4.
 #   bash clients/java/test.sh           (FENCING_JAVA_PGPORT: the cluster's port, 54346)
 # With FENCING_JAVA_USE_RUNNING=1 it uses the running server of the libpq environment
 # (PGHOST/PGPORT, reachable over TCP on 127.0.0.1) instead of starting one;
@@ -28,8 +29,20 @@ if [ "${FENCING_JAVA_USE_RUNNING:-}" != 1 ]; then
     "$ROOT/test/cluster.sh" start
     eval "$("$ROOT/test/cluster.sh" env)"
 fi
-psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $DB" -c "CREATE DATABASE $DB"
-psql -X -q -d $DB -c "CREATE EXTENSION fencing"
-URL="jdbc:postgresql://127.0.0.1:${PGPORT}/$DB"
+# Two databases: the extension at its default version, and at 1.4, as after a package
+# upgrade before ALTER EXTENSION fencing UPDATE (1.5's functions missing).
+URLS=()
+for v in default 1.4; do
+    db=$DB${v/./}
+    [ "$v" = default ] && db=$DB
+    psql -X -q -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+    if [ "$v" = default ]; then
+        psql -X -q -d "$db" -c "CREATE EXTENSION fencing"
+    else
+        psql -X -q -d "$db" -c "CREATE EXTENSION fencing VERSION '$v'"
+    fi
+    URLS+=("jdbc:postgresql://127.0.0.1:${PGPORT}/$db")
+done
 CP="$JAR:$BUILD/test-classes:$PGJDBC"
-java -Dpguser="${PGUSER:-postgres}" -Donly="${FENCING_JAVA_ONLY:-}" -cp "$CP" fencing.jdbc.test.TestMain "$URL" "$CP" "$JAR:$BUILD/example-classes:$PGJDBC"
+java -Dpguser="${PGUSER:-postgres}" -Donly="${FENCING_JAVA_ONLY:-}" -cp "$CP" fencing.jdbc.test.TestMain \
+    "$CP" "$JAR:$BUILD/example-classes:$PGJDBC" "${URLS[@]}"

@@ -100,31 +100,66 @@ public final class Fencing {
     }
 
     /**
-     * fenced_update(): one atomic, fenced UPDATE. Returns the rows written. When none was and
-     * the key's high-water mark is above token (the write was stale, not missing), throws
-     * StaleTokenException. That diagnosis reads the mark after the write: it explains the
-     * outcome and never decides a write.
+     * fenced_update(): one atomic, fenced UPDATE. Returns the rows written. When none was
+     * written because the token is stale (not because no row matches), throws
+     * StaleTokenException with the mark that refused it. From 1.5 that comes from the same
+     * call (fenced_update_result); on older SQL, from the key's mark read after the call,
+     * which explains the outcome and decides nothing.
      */
     public static long fencedUpdate(Connection c, String table, long token, String keyJson, String changesJson)
             throws SQLException {
-        long n = longCall(c, "SELECT @fenced_update(?::pg_catalog.regclass, ?, ?::pg_catalog.jsonb, ?::pg_catalog.jsonb)",
-                table, token, keyJson, changesJson);
-        if (n == 0)
-            diagnoseZero(c, "fenced_update", table, token, keyJson);
-        return n;
+        return fenced(c, "fenced_update", table, token, keyJson, keyJson, changesJson);
     }
 
     /** fenced_delete(): as fencedUpdate, for DELETE. */
     public static long fencedDelete(Connection c, String table, long token, String keyJson) throws SQLException {
-        long n = longCall(c, "SELECT @fenced_delete(?::pg_catalog.regclass, ?, ?::pg_catalog.jsonb)", table, token, keyJson);
-        if (n == 0)
-            diagnoseZero(c, "fenced_delete", table, token, keyJson);
-        return n;
+        return fenced(c, "fenced_delete", table, token, keyJson, keyJson);
     }
 
-    /** fenced_upsert(): INSERT ... ON CONFLICT DO UPDATE where the token allows; rows written. */
+    /**
+     * fenced_upsert(): INSERT ... ON CONFLICT DO UPDATE where the token allows; rows written.
+     * A stale conflicting row is StaleTokenException (from 1.5; on older SQL, 0 rows).
+     */
     public static long fencedUpsert(Connection c, String table, long token, String rowJson) throws SQLException {
-        return longCall(c, "SELECT @fenced_upsert(?::pg_catalog.regclass, ?, ?::pg_catalog.jsonb)", table, token, rowJson);
+        return fenced(c, "fenced_upsert", table, token, null, rowJson);
+    }
+
+    private static long fenced(Connection c, String function, String table, long token, String keyJson,
+            String... json) throws SQLException {
+        String casts = json.length == 2 ? "?::pg_catalog.jsonb, ?::pg_catalog.jsonb" : "?::pg_catalog.jsonb";
+        boolean result = info(c).hasFencedResult;
+        String sql = result
+                ? "SELECT r.written, r.stale, r.hwm::pg_catalog.int8, n.nspname, t.relname FROM @" + function
+                        + "_result(?::pg_catalog.regclass, ?, " + casts + ") r, pg_catalog.pg_class t "
+                        + "JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) t.relnamespace "
+                        + "WHERE t.oid OPERATOR(pg_catalog.=) ?::pg_catalog.regclass"
+                : "SELECT @" + function + "(?::pg_catalog.regclass, ?, " + casts + ")";
+        try (PreparedStatement ps = c.prepareStatement(qualify(c, sql))) {
+            ps.setString(1, table);
+            ps.setLong(2, token);
+            for (int i = 0; i < json.length; i++)
+                ps.setString(3 + i, json[i]);
+            if (result)
+                ps.setString(3 + json.length, table);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long written = rs.getLong(1);
+                if (!result) {
+                    if (written == 0 && keyJson != null)
+                        diagnoseZero(c, function, table, token, keyJson);
+                    return written;
+                }
+                long stale = rs.getLong(2);
+                long hwm = rs.getLong(3);
+                if (written == 0 && stale > 0)
+                    throw new StaleTokenException(function + "() wrote 0 rows: offered token " + token
+                            + " is below the high-water mark " + hwm, rs.getString(4), rs.getString(5),
+                            keyJson != null ? "Key " + keyJson : "Row " + json[0], token, hwm, false, null);
+                return written;
+            }
+        } catch (SQLException e) {
+            throw translate(e);
+        }
     }
 
     private static void diagnoseZero(Connection c, String function, String table, long token, String keyJson)
@@ -143,8 +178,6 @@ public final class Fencing {
                 name = new String[] {rs.getString(1), rs.getString(2)};
                 hwm = rs.getLong(3);
             }
-        } catch (SQLException e) {
-            throw translate(e);
         }
         if (hwm > token)
             throw new StaleTokenException(function + "() wrote 0 rows: offered token " + token
@@ -241,44 +274,46 @@ public final class Fencing {
         return d.toMillis() + " milliseconds";
     }
 
-    private static long longCall(Connection c, String sql, String table, long token, String... json) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(qualify(c, sql))) {
-            ps.setString(1, table);
-            ps.setLong(2, token);
-            for (int i = 0; i < json.length; i++)
-                ps.setString(3 + i, json[i]);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                return rs.getLong(1);
-            }
-        } catch (SQLException e) {
-            throw translate(e);
-        }
-    }
-
     /** Replaces "@name" with the extension's schema, so no search_path entry can shadow it. */
     static String qualify(Connection c, String sql) throws SQLException {
         return sql.replace("@", quoteIdent(extensionSchema(c)) + ".");
     }
 
-    private static final java.util.Map<Connection, String> SCHEMAS =
+    /** What the installed fencing SQL offers, looked up once per connection. */
+    static final class ExtensionInfo {
+        final String schema;
+        final boolean hasFencedResult;
+
+        ExtensionInfo(String schema, boolean hasFencedResult) {
+            this.schema = schema;
+            this.hasFencedResult = hasFencedResult;
+        }
+    }
+
+    private static final java.util.Map<Connection, ExtensionInfo> INFO =
             java.util.Collections.synchronizedMap(new java.util.WeakHashMap<>());
 
     static String extensionSchema(Connection c) throws SQLException {
-        String s = SCHEMAS.get(c);
-        if (s != null)
-            return s;
+        return info(c).schema;
+    }
+
+    static ExtensionInfo info(Connection c) throws SQLException {
+        ExtensionInfo i = INFO.get(c);
+        if (i != null)
+            return i;
         try (PreparedStatement ps = c.prepareStatement(
-                "SELECT n.nspname FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
+                "SELECT n.nspname, EXISTS (SELECT FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) n.oid "
+                        + "AND p.proname OPERATOR(pg_catalog.=) 'fenced_update_result') "
+                        + "FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n "
                         + "ON n.oid OPERATOR(pg_catalog.=) e.extnamespace WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'");
                 ResultSet rs = ps.executeQuery()) {
             if (!rs.next())
                 throw new SQLException("the fencing extension is not installed in this database "
                         + "(HINT: CREATE EXTENSION fencing)", "55000");
-            s = rs.getString(1);
+            i = new ExtensionInfo(rs.getString(1), rs.getBoolean(2));
         }
-        SCHEMAS.put(c, s);
-        return s;
+        INFO.put(c, i);
+        return i;
     }
 
     static String quoteIdent(String s) {

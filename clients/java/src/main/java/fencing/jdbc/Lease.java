@@ -41,6 +41,7 @@ public final class Lease implements AutoCloseable {
     private long token;
     private Connection connection;
     private volatile long deadlineNanos;
+    private volatile LeaseLostException lostReason;
     private ScheduledFuture<?> renewal;
     private ScheduledFuture<?> watchdog;
     private boolean closed;
@@ -150,15 +151,15 @@ public final class Lease implements AutoCloseable {
 
     /** True once lost, and from the safety deadline on even before the watchdog has run. */
     public boolean isLost() {
-        if (!lost.isDone() && System.nanoTime() - deadlineNanos >= 0)
+        if (lostReason == null && System.nanoTime() - deadlineNanos >= 0)
             markLost("renewals did not land before the safety deadline", null);
-        return lost.isDone();
+        return lostReason != null;
     }
 
     /** Throws LeaseLostException when the lease is lost. */
     public void requireLive() throws LeaseLostException {
         if (isLost())
-            throw lost.getNow(null);
+            throw lostReason;
     }
 
     /** Fencing.withToken(c, token(), work), refused with LeaseLostException once the lease is lost. */
@@ -197,7 +198,7 @@ public final class Lease implements AutoCloseable {
             cancelTimers();
         }
         try {
-            if (!lost.isDone())
+            if (lostReason == null)
                 release();
         } finally {
             shutdown();
@@ -284,7 +285,7 @@ public final class Lease implements AutoCloseable {
     }
 
     private void scheduleRenewal(Duration after) {
-        if (closed || lost.isDone())
+        if (closed || lostReason != null)
             return;
         double shorten = options.jitter * ThreadLocalRandom.current().nextDouble();
         long delay = (long) (after.toNanos() * (1.0 - shorten));
@@ -292,7 +293,7 @@ public final class Lease implements AutoCloseable {
     }
 
     private void renewOnce() {
-        if (closed || lost.isDone())
+        if (closed || lostReason != null)
             return;
         long sent = System.nanoTime();
         try {
@@ -303,7 +304,7 @@ public final class Lease implements AutoCloseable {
             }
             boolean late;
             synchronized (this) {
-                if (closed || lost.isDone())
+                if (closed || lostReason != null)
                     return;
                 // Landed after the deadline, which already counts as lost.
                 late = System.nanoTime() - deadlineNanos >= 0;
@@ -354,18 +355,23 @@ public final class Lease implements AutoCloseable {
         }
     }
 
+    /** Records the loss once; the listener runs before lost() completes, so awaiting it sees both. */
     private void markLost(String why, Throwable cause) {
         LeaseLostException reason;
         synchronized (this) {
-            if (lost.isDone())
+            if (lostReason != null)
                 return;
             reason = new LeaseLostException("lease on '" + options.resource + "' (token " + token + ") lost: " + why,
                     options.resource, token, cause);
+            lostReason = reason;
             cancelTimers();
+        }
+        try {
+            if (options.listener != null)
+                options.listener.leaseLost(this, reason);
+        } finally {
             lost.complete(reason);
         }
-        if (options.listener != null)
-            options.listener.leaseLost(this, reason);
     }
 
     private void cancelTimers() {

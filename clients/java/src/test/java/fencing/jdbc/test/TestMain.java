@@ -28,8 +28,9 @@ import org.postgresql.PGResultSetMetaData;
 
 /**
  * The client's test suite, a plain-Java harness printing TAP lines ("ok N - ...",
- * "not ok N - ..."), against a database with the extension installed.
- *   TestMain JDBC_URL CLASSPATH_FOR_CHILD
+ * "not ok N - ..."), against each database given, with the extension installed (each line
+ * names the database's extension version: the library must work on older SQL too).
+ *   TestMain CHILD_CLASSPATH EXAMPLE_CLASSPATH JDBC_URL...
  */
 public final class TestMain {
     private static int n;
@@ -38,30 +39,39 @@ public final class TestMain {
     private static String childClasspath;
     private static String exampleClasspath;
 
+    private static String label = "";
+
     public static void main(String[] args) throws Exception {
-        url = args[0];
-        childClasspath = args[1];
-        exampleClasspath = args[2];
-        try (Connection admin = connect(new Properties())) {
-            setUp(admin);
-            run("acquire", () -> testAcquire(admin));
-            run("contender", TestMain::testContender);
-            run("heartbeat", () -> testHeartbeat(admin));
-            run("renewal failure", () -> testRenewalFailure(admin));
-            run("renewal refused", () -> testRenewalRefused(admin));
-            run("stale write", () -> testStaleWrite(admin));
-            run("autocommit", () -> testAutocommit(admin));
-            run("fenced_*", () -> testFencedCalls(admin));
-            run("max token", () -> testMaxToken(admin));
-            run("binary", () -> testBinary(admin));
-            run("pause", () -> testPause(admin));
-            run("check", () -> testCheck(admin));
-            run("acquireAll", () -> testAcquireAll(admin));
-            run("reacquire", () -> testReacquire(admin));
-            run("example", TestMain::testExample);
+        childClasspath = args[0];
+        exampleClasspath = args[1];
+        for (int i = 2; i < args.length; i++) {
+            url = args[i];
+            try (Connection admin = connect(new Properties())) {
+                label = "[SQL " + one(admin, "SELECT extversion FROM pg_extension WHERE extname = 'fencing'") + "] ";
+                runAll(admin);
+            }
         }
         System.out.println("1.." + n);
         System.exit(failed == 0 ? 0 : 1);
+    }
+
+    private static void runAll(Connection admin) throws Exception {
+        setUp(admin);
+        run("acquire", () -> testAcquire(admin));
+        run("contender", TestMain::testContender);
+        run("heartbeat", () -> testHeartbeat(admin));
+        run("renewal failure", () -> testRenewalFailure(admin));
+        run("renewal refused", () -> testRenewalRefused(admin));
+        run("stale write", () -> testStaleWrite(admin));
+        run("autocommit", () -> testAutocommit(admin));
+        run("fenced_*", () -> testFencedCalls(admin));
+        run("max token", () -> testMaxToken(admin));
+        run("binary", () -> testBinary(admin));
+        run("pause", () -> testPause(admin));
+        run("check", () -> testCheck(admin));
+        run("acquireAll", () -> testAcquireAll(admin));
+        run("reacquire", () -> testReacquire(admin));
+        run("example", TestMain::testExample);
     }
 
     // ------------------------------------------------------------------ harness
@@ -86,7 +96,7 @@ public final class TestMain {
         n++;
         if (!pass)
             failed++;
-        System.out.println((pass ? "ok " : "not ok ") + n + " - " + name.replaceAll("\\s*\\n\\s*", " | "));
+        System.out.println((pass ? "ok " : "not ok ") + n + " - " + label + name.replaceAll("\\s*\\n\\s*", " | "));
         System.out.flush();
         return pass;
     }
@@ -393,6 +403,15 @@ public final class TestMain {
         is(Fencing.fencedUpdate(admin, "items", 2000, "{\"id\": 999}", "{\"v\": 1}"), 0L, "fenced_update: a missing key is 0 rows, no exception");
         is(Fencing.fencedUpsert(admin, "items", 2001, "{\"id\": 21, \"v\": 210}"), 1L, "fenced_upsert: 1 row");
         is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 21"), "210 2001", "fenced_upsert: row and token stored");
+        if (serverHas(admin, "fenced_upsert_result")) {
+            Throwable u = thrown(() -> Fencing.fencedUpsert(admin, "items", 2000, "{\"id\": 21, \"v\": 0}"));
+            ok(u instanceof StaleTokenException && ((StaleTokenException) u).getHighWaterMark() == 2001L,
+                    "fenced_upsert: a stale token on an existing row is StaleTokenException with HWM 2001 "
+                            + "(fenced_upsert_result): " + u);
+        } else {
+            is(Fencing.fencedUpsert(admin, "items", 2000, "{\"id\": 21, \"v\": 0}"), 0L,
+                    "fenced_upsert: a stale token on an existing row writes 0 rows (no fenced_upsert_result here)");
+        }
         Throwable d = thrown(() -> Fencing.fencedDelete(admin, "items", 2000, "{\"id\": 21}"));
         ok(d instanceof StaleTokenException, "fenced_delete: a stale token is StaleTokenException: " + d);
         is(Fencing.fencedDelete(admin, "items", 2002, "{\"id\": 21}"), 1L, "fenced_delete: 1 row with a current token");
@@ -549,11 +568,15 @@ public final class TestMain {
             old = lease.token();
             ok(lease.check(admin), "check: the live lease's token is current");
         }
+        long newer;
         try (Lease next = Lease.builder(source()).resource("chk").holder("h-chk2").ttl(Duration.ofSeconds(5)).acquire()) {
+            newer = next.token();
             ok(!Fencing.check(admin, "chk", old, "default"), "check: the old token is not current once a newer one is issued");
             ok(next.check(admin), "check: the new token is current");
+            exec(admin, "SELECT fencing_resource_advance('chk', ?::bigint)", newer + 5);
+            ok(!next.check(admin), "check: not current once the resource's HWM passed it");
         }
-        ok(!Fencing.check(admin, "chk", Long.MAX_VALUE, "other-namespace"), "check: another namespace's resource is not current");
+        ok(!Fencing.check(admin, "chk", newer, "default"), "check: not current after its lease was released");
     }
 
     /** Re-acquire by the live holder: its token again, TTL extended (the 1.5 lease section). */
