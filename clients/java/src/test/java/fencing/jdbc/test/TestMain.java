@@ -143,6 +143,16 @@ public final class TestMain {
         }
     }
 
+    /** A plain statement in a transaction carrying token. */
+    private static Void write(Connection c, long token, String sql) throws SQLException {
+        return Fencing.withToken(c, token, w -> written(w, sql));
+    }
+
+    private static Void written(Connection c, String sql) throws SQLException {
+        exec(c, sql);
+        return null;
+    }
+
     private static String one(Connection c, String sql, Object... args) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             for (int i = 0; i < args.length; i++)
@@ -157,10 +167,7 @@ public final class TestMain {
         exec(admin, "DROP TABLE IF EXISTS items");
         exec(admin, "CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL, fence fencing_token)");
         exec(admin, "SELECT fencing_protect('items', 'fence')");
-        Fencing.withToken(admin, 1, c -> {
-            exec(c, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 20) g");
-            return null;
-        });
+        write(admin, 1, "INSERT INTO items SELECT g, 0 FROM generate_series(1, 20) g");
     }
 
     private static String leaseRow(Connection c, String resource) throws SQLException {
@@ -302,14 +309,8 @@ public final class TestMain {
     }
 
     private static void testStaleWrite(Connection admin) throws Exception {
-        Fencing.withToken(admin, 1000, c -> {
-            exec(c, "UPDATE items SET v = 1 WHERE id = 3");
-            return null;
-        });
-        Throwable e = thrown(() -> Fencing.withToken(admin, 999, c -> {
-            exec(c, "UPDATE items SET v = 2 WHERE id = 3");
-            return null;
-        }));
+        write(admin, 1000, "UPDATE items SET v = 1 WHERE id = 3");
+        Throwable e = thrown(() -> write(admin, 999, "UPDATE items SET v = 2 WHERE id = 3"));
         ok(e instanceof StaleTokenException, "stale write: StaleTokenException: " + e);
         if (e instanceof StaleTokenException) {
             StaleTokenException s = (StaleTokenException) e;
@@ -321,18 +322,23 @@ public final class TestMain {
             ok(!s.isStrict(), "stale write: not strict");
         }
         is(one(admin, "SELECT v::text FROM items WHERE id = 3"), "1", "stale write: rolled back, the row unchanged");
+        // Resource scope: the DETAIL names the resource and its namespace.
+        exec(admin, "DROP TABLE IF EXISTS shard_items");
+        exec(admin, "CREATE TABLE shard_items (id int PRIMARY KEY, shard text NOT NULL, v int, fence fencing_token)");
+        exec(admin, "SELECT fencing_protect('shard_items', 'fence', scope => 'resource', resource_column => 'shard')");
+        write(admin, 50, "INSERT INTO shard_items VALUES (1, 'east', 0)");
+        Throwable r = thrown(() -> write(admin, 49, "UPDATE shard_items SET v = 1 WHERE id = 1"));
+        ok(r instanceof StaleTokenException && ((StaleTokenException) r).getKey() != null
+                && ((StaleTokenException) r).getKey().startsWith("Resource 'east'")
+                && Long.valueOf(50).equals(((StaleTokenException) r).getHighWaterMark()),
+                "stale write: resource scope, key names the resource, HWM 50: "
+                        + (r instanceof StaleTokenException ? ((StaleTokenException) r).getKey() : String.valueOf(r)));
         // Strict: the other DETAIL text.
         exec(admin, "DROP TABLE IF EXISTS strict_items");
         exec(admin, "CREATE TABLE strict_items (id int PRIMARY KEY, v int, fence fencing_token)");
         exec(admin, "SELECT fencing_protect('strict_items', 'fence', strict => true)");
-        Fencing.withToken(admin, 7, c -> {
-            exec(c, "INSERT INTO strict_items VALUES (1, 0)");
-            return null;
-        });
-        Throwable st = thrown(() -> Fencing.withToken(admin, 7, c -> {
-            exec(c, "UPDATE strict_items SET v = 1 WHERE id = 1");
-            return null;
-        }));
+        write(admin, 7, "INSERT INTO strict_items VALUES (1, 0)");
+        Throwable st = thrown(() -> write(admin, 7, "UPDATE strict_items SET v = 1 WHERE id = 1"));
         ok(st instanceof StaleTokenException && ((StaleTokenException) st).isStrict()
                 && Long.valueOf(7).equals(((StaleTokenException) st).getOfferedToken())
                 && Long.valueOf(7).equals(((StaleTokenException) st).getHighWaterMark()),
@@ -424,10 +430,7 @@ public final class TestMain {
         exec(admin, "SELECT fencing_resource_advance('maxres', 9223372036854775806)");
         try (Lease lease = Lease.builder(source()).resource("maxres").holder("h-max").ttl(Duration.ofSeconds(5)).acquire()) {
             is(lease.token(), Long.MAX_VALUE, "max token: the lease issues 9223372036854775807 exactly");
-            Fencing.withToken(admin, lease.token(), c -> {
-                exec(c, "UPDATE items SET v = 9 WHERE id = 6");
-                return null;
-            });
+            write(admin, lease.token(), "UPDATE items SET v = 9 WHERE id = 6");
             is(one(admin, "SELECT fence::text FROM items WHERE id = 6"), "9223372036854775807", "max token: the row carries it");
             try (PreparedStatement ps = admin.prepareStatement("SELECT fence FROM items WHERE id = 6");
                     ResultSet rs = ps.executeQuery()) {
@@ -504,10 +507,7 @@ public final class TestMain {
             try (Lease next = Lease.builder(source()).resource("paused").holder("successor").ttl(Duration.ofSeconds(10)).acquire()) {
                 t2 = next.token();
                 ok(t2 > t1, "pause: a successor acquired past the child's TTL with a newer token (" + t1 + " -> " + t2 + ")");
-                next.transaction(admin, c -> {
-                    exec(c, "UPDATE items SET v = 100 WHERE id = 8");
-                    return null;
-                });
+                next.transaction(admin, c -> written(c, "UPDATE items SET v = 100 WHERE id = 8"));
             }
             signal("CONT", child.pid());
             String line;
