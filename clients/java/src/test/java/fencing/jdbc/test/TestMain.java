@@ -184,6 +184,12 @@ public final class TestMain {
             ok(!lease.isLost(), "acquire: not lost");
         }
         is(one(admin, "SELECT live::text FROM fencing_leases WHERE resource = 'acq'"), "false", "acquire: close released the lease");
+        org.postgresql.ds.PGSimpleDataSource ds = new org.postgresql.ds.PGSimpleDataSource();
+        ds.setURL(url);
+        ds.setUser(props().getProperty("user"));
+        try (Lease lease = Lease.builder(ConnectionSource.of(ds)).resource("acq-ds").holder("h-ds").ttl(Duration.ofSeconds(5)).acquire()) {
+            is(leaseRow(admin, "acq-ds"), "h-ds " + lease.token() + " true", "acquire: a lease from a DataSource");
+        }
     }
 
     private static void testContender() throws Exception {
