@@ -6,6 +6,8 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.Arrays;
+import java.util.List;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -38,7 +40,8 @@ public final class Lease implements AutoCloseable {
     private final ScheduledExecutorService scheduler;
     private final boolean ownScheduler;
     private final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
-    private long token;
+    private final List<String> resources;
+    private long[] tokens;
     private Connection connection;
     private volatile long deadlineNanos;
     private volatile LeaseLostException lostReason;
@@ -48,8 +51,9 @@ public final class Lease implements AutoCloseable {
 
     private Lease(Builder options) {
         this.options = options;
+        this.resources = options.resources;
         this.ownScheduler = options.scheduler == null;
-        this.scheduler = ownScheduler ? newScheduler(options.resource) : options.scheduler;
+        this.scheduler = ownScheduler ? newScheduler(String.join(",", options.resources)) : options.scheduler;
     }
 
     public static Builder builder(ConnectionSource source) {
@@ -59,7 +63,7 @@ public final class Lease implements AutoCloseable {
     /** Options; acquire() or tryAcquire() makes the lease. */
     public static final class Builder {
         private final ConnectionSource source;
-        private String resource;
+        private List<String> resources;
         private String holder = defaultHolder();
         private String namespace = "default";
         private Duration ttl = Duration.ofSeconds(30);
@@ -74,7 +78,13 @@ public final class Lease implements AutoCloseable {
             this.source = Objects.requireNonNull(source, "source");
         }
 
-        public Builder resource(String resource) { this.resource = resource; return this; }
+        public Builder resource(String resource) { this.resources = List.of(resource); return this; }
+
+        /**
+         * Several resources in one lease, all or none (fencing_acquire_all, from 1.5: the server
+         * takes them in an order that cannot deadlock); renewed together, lost together.
+         */
+        public Builder resources(List<String> resources) { this.resources = List.copyOf(resources); return this; }
 
         public Builder holder(String holder) { this.holder = holder; return this; }
 
@@ -102,7 +112,7 @@ public final class Lease implements AutoCloseable {
         public Lease acquire() throws SQLException {
             Lease lease = tryAcquire();
             if (lease == null)
-                throw new LeaseUnavailableException("the lease on '" + resource + "' (namespace '" + namespace
+                throw new LeaseUnavailableException("the lease on " + resources + " (namespace '" + namespace
                         + "') is held by another holder" + (wait == null ? "" : " for all of " + wait));
             return lease;
         }
@@ -122,7 +132,8 @@ public final class Lease implements AutoCloseable {
         }
 
         private void validate() {
-            Objects.requireNonNull(resource, "resource");
+            if (resources == null || resources.isEmpty())
+                throw new IllegalArgumentException("no resource given");
             Objects.requireNonNull(holder, "holder");
             Objects.requireNonNull(namespace, "namespace");
             if (ttl == null || ttl.toMillis() < 100)
@@ -138,9 +149,32 @@ public final class Lease implements AutoCloseable {
         }
     }
 
-    public long token() { return token; }
+    /** The token of a one-resource lease. */
+    public long token() {
+        if (tokens.length != 1)
+            throw new IllegalStateException("this lease holds " + resources + ": name the resource");
+        return tokens[0];
+    }
 
-    public String resource() { return options.resource; }
+    /** The token for one of the lease's resources. */
+    public long token(String resource) {
+        int i = resources.indexOf(resource);
+        if (i < 0)
+            throw new IllegalArgumentException(resource + " is not one of " + resources);
+        return tokens[i];
+    }
+
+    /** The tokens, in the order of resources(). */
+    public long[] tokens() { return tokens.clone(); }
+
+    /** The resource of a one-resource lease. */
+    public String resource() {
+        if (resources.size() != 1)
+            throw new IllegalStateException("this lease holds " + resources);
+        return resources.get(0);
+    }
+
+    public List<String> resources() { return resources; }
 
     public String namespace() { return options.namespace; }
 
@@ -165,30 +199,40 @@ public final class Lease implements AutoCloseable {
     /** Fencing.withToken(c, token(), work), refused with LeaseLostException once the lease is lost. */
     public <T> T transaction(Connection c, SqlWork<T> work) throws SQLException {
         requireLive();
-        return Fencing.withToken(c, token, work);
+        return Fencing.withToken(c, token(), work);
+    }
+
+    /** As transaction(c, work), under the token of one of the lease's resources. */
+    public <T> T transaction(Connection c, String resource, SqlWork<T> work) throws SQLException {
+        requireLive();
+        return Fencing.withToken(c, token(resource), work);
     }
 
     public long fencedUpdate(Connection c, String table, String keyJson, String changesJson) throws SQLException {
         requireLive();
-        return Fencing.fencedUpdate(c, table, token, keyJson, changesJson);
+        return Fencing.fencedUpdate(c, table, token(), keyJson, changesJson);
     }
 
     public long fencedDelete(Connection c, String table, String keyJson) throws SQLException {
         requireLive();
-        return Fencing.fencedDelete(c, table, token, keyJson);
+        return Fencing.fencedDelete(c, table, token(), keyJson);
     }
 
     public long fencedUpsert(Connection c, String table, String rowJson) throws SQLException {
         requireLive();
-        return Fencing.fencedUpsert(c, table, token, rowJson);
+        return Fencing.fencedUpsert(c, table, token(), rowJson);
     }
 
     /** fencing_check() for this lease's token: still current on the server (a check, not a fence). */
     public boolean check(Connection c) throws SQLException {
-        return Fencing.check(c, options.resource, token, options.namespace);
+        return Fencing.check(c, resource(), token(), options.namespace);
     }
 
-    /** Stops renewing and releases the lease (unless lost). Idempotent. */
+    /**
+     * Stops renewing and releases the lease. Idempotent. A lost lease is released too: if the
+     * server still has it live (renewals failed), that lets the next holder in; a stale token's
+     * release changes nothing.
+     */
     @Override
     public void close() throws SQLException {
         synchronized (this) {
@@ -198,8 +242,7 @@ public final class Lease implements AutoCloseable {
             cancelTimers();
         }
         try {
-            if (lostReason == null)
-                release();
+            release();
         } finally {
             shutdown();
         }
@@ -209,26 +252,17 @@ public final class Lease implements AutoCloseable {
 
     private boolean start() throws SQLException {
         long sent = System.nanoTime();
-        Long issued;
-        try (PreparedStatement ps = conn().prepareStatement(Fencing.qualify(conn(),
-                "SELECT @fencing_acquire(?, ?, ?::pg_catalog.interval, ?::pg_catalog.interval, ?)::pg_catalog.int8"))) {
-            ps.setString(1, options.resource);
-            ps.setString(2, options.holder);
-            ps.setString(3, Fencing.interval(options.ttl));
-            ps.setString(4, options.wait == null ? null : Fencing.interval(options.wait));
-            ps.setString(5, options.namespace);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                long v = rs.getLong(1);
-                issued = rs.wasNull() ? null : v;
-            }
+        long[] issued;
+        try {
+            issued = resources.size() == 1 ? acquireOne() : Fencing.acquireAll(conn(), resources, options.holder,
+                    options.ttl, options.wait, options.namespace);
         } catch (SQLException e) {
             dropConnection();
             throw Fencing.translate(e);
         }
         if (issued == null)
             return false;
-        token = issued;
+        tokens = issued;
         if (options.wait != null) {
             // The server granted the lease somewhere within the wait, so the send time is no
             // bound on its expiry: renew at once and count from that request instead.
@@ -251,6 +285,23 @@ public final class Lease implements AutoCloseable {
             scheduleRenewal(options.renewInterval);
         }
         return true;
+    }
+
+    private long[] acquireOne() throws SQLException {
+        Connection c = conn();
+        try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
+                "SELECT @fencing_acquire(?, ?, ?::pg_catalog.interval, ?::pg_catalog.interval, ?)::pg_catalog.int8"))) {
+            ps.setString(1, resources.get(0));
+            ps.setString(2, options.holder);
+            ps.setString(3, Fencing.interval(options.ttl));
+            ps.setString(4, options.wait == null ? null : Fencing.interval(options.wait));
+            ps.setString(5, options.namespace);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                long v = rs.getLong(1);
+                return rs.wasNull() ? null : new long[] {v};
+            }
+        }
     }
 
     private Connection conn() throws SQLException {
@@ -327,15 +378,18 @@ public final class Lease implements AutoCloseable {
         }
     }
 
-    /** fencing_renew(); false when the server refused. Bounded by timeoutMs (at least 1 s). */
+    /**
+     * fencing_renew() of every resource (all rows are renewed: bool_and reads them all); false
+     * when the server refused any. Bounded by timeoutMs (at least 1 s).
+     */
     private boolean renewStatement(long timeoutMs) throws SQLException {
         Connection c = conn();
         try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
-                "SELECT @fencing_renew(?, ?, ?::pg_catalog.interval, ?)"))) {
-            ps.setString(1, options.resource);
-            ps.setLong(2, token);
-            ps.setString(3, Fencing.interval(options.ttl));
-            ps.setString(4, options.namespace);
+                "SELECT pg_catalog.bool_and(@fencing_renew(x.r, x.t, ?::pg_catalog.interval, ?)) "
+                        + "FROM ROWS FROM (pg_catalog.unnest(?::pg_catalog.text[]), pg_catalog.unnest(?::pg_catalog.int8[])) AS x(r, t)"))) {
+            ps.setString(1, Fencing.interval(options.ttl));
+            ps.setString(2, options.namespace);
+            bindResources(c, ps, 3);
             // A renewal that cannot land before the deadline is useless: bound it.
             ps.setQueryTimeout((int) Math.max(1, timeoutMs / 1000));
             try (ResultSet rs = ps.executeQuery()) {
@@ -346,13 +400,21 @@ public final class Lease implements AutoCloseable {
     }
 
     private void release() throws SQLException {
+        if (tokens == null)
+            return;
         Connection c = conn();
-        try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c, "SELECT @fencing_release(?, ?, ?)"))) {
-            ps.setString(1, options.resource);
-            ps.setLong(2, token);
+        try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
+                "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(?::pg_catalog.text[]), pg_catalog.unnest(?::pg_catalog.int8[])) AS x(r, t) "
+                        + "WHERE @fencing_release(x.r, x.t, ?)"))) {
+            bindResources(c, ps, 1);
             ps.setString(3, options.namespace);
             ps.execute();
         }
+    }
+
+    private void bindResources(Connection c, PreparedStatement ps, int at) throws SQLException {
+        ps.setArray(at, c.createArrayOf("text", resources.toArray()));
+        ps.setArray(at + 1, c.createArrayOf("int8", Arrays.stream(tokens).boxed().toArray()));
     }
 
     /** Records the loss once; the listener runs before lost() completes, so awaiting it sees both. */
@@ -361,8 +423,10 @@ public final class Lease implements AutoCloseable {
         synchronized (this) {
             if (lostReason != null)
                 return;
-            reason = new LeaseLostException("lease on '" + options.resource + "' (token " + token + ") lost: " + why,
-                    options.resource, token, cause);
+            String what = resources.size() == 1 ? "'" + resources.get(0) + "' (token " + tokens[0] + ")"
+                    : resources + " (tokens " + Arrays.toString(tokens) + ")";
+            reason = new LeaseLostException("lease on " + what + " lost: " + why, String.join(", ", resources),
+                    tokens[0], cause);
             lostReason = reason;
             cancelTimers();
         }

@@ -603,6 +603,9 @@ public final class TestMain {
             ok(e instanceof SQLException && "55000".equals(((SQLException) e).getSQLState())
                     && e.getMessage().contains("ALTER EXTENSION fencing UPDATE"),
                     "acquireAll: without fencing_acquire_all() on the server, a clear 55000 with the update hint: " + e);
+            Throwable g = thrown(() -> Lease.builder(source()).resources(List.of("g1", "g2")).acquire().close());
+            ok(g instanceof SQLException && "55000".equals(((SQLException) g).getSQLState()),
+                    "acquireAll: a several-resource Lease is refused the same way: " + g);
             System.out.println("# acquireAll: the server has no fencing_acquire_all(); its functional tests need it");
             return;
         }
@@ -622,5 +625,27 @@ public final class TestMain {
             exec(admin, "SELECT fencing_release(?, ?::bigint)", "m" + (i + 1), t[i]);
         long[] after = Fencing.acquireAll(admin, List.of("m4", "m2"), "h-other", Duration.ofSeconds(5), null, "default");
         ok(after != null && after.length == 2 && t != null && after[1] > t[1], "acquireAll: after release, acquired with newer tokens");
+        for (int i = 0; after != null && i < 2; i++)
+            exec(admin, "SELECT fencing_release(?, ?::bigint)", i == 0 ? "m4" : "m2", after[i]);
+        // A Lease over several resources: acquired together, renewed together, released on close.
+        try (Lease group = Lease.builder(source()).resources(List.of("g1", "g2", "g3")).holder("h-group")
+                .ttl(Duration.ofMillis(1000)).acquire()) {
+            long[] gt = group.tokens();
+            is(gt.length, 3, "acquireAll: a Lease over three resources has three tokens");
+            ok(thrown(group::token) instanceof IllegalStateException, "acquireAll: token() without a resource is refused");
+            Thread.sleep(2500);
+            ok(!group.isLost(), "acquireAll: the group lease is not lost after 2.5 TTLs");
+            is(one(admin, "SELECT count(*)::text FROM fencing_leases WHERE resource IN ('g1', 'g2', 'g3') AND live "
+                    + "AND holder = 'h-group'"), "3", "acquireAll: all three renewed, live on the server");
+            group.transaction(admin, "g2", c -> written(c, "UPDATE items SET v = 2 WHERE id = 9"));
+            is(one(admin, "SELECT fence::text FROM items WHERE id = 9"), Long.toString(group.token("g2")),
+                    "acquireAll: transaction(c, \"g2\", ...) writes under g2's token");
+            ok(Lease.builder(source()).resources(List.of("g4", "g3")).holder("x").ttl(Duration.ofSeconds(1)).tryAcquire() == null,
+                    "acquireAll: a second group overlapping it is not acquired");
+            ok(one(admin, "SELECT 1 FROM fencing_leases WHERE resource = 'g4' AND live") == null,
+                    "acquireAll: and holds none of its resources");
+        }
+        is(one(admin, "SELECT count(*)::text FROM fencing_leases WHERE resource IN ('g1', 'g2', 'g3') AND live"), "0",
+                "acquireAll: close released all three");
     }
 }
