@@ -215,13 +215,13 @@ public final class TestMain {
             });
             releaser.start();
             t0 = System.nanoTime();
-            try (Lease b2 = Lease.builder(source()).resource("cont").holder("b").ttl(Duration.ofMillis(1000))
+            try (Lease b2 = Lease.builder(source()).resource("cont").holder("b").ttl(Duration.ofMillis(1200))
                     .waitFor(Duration.ofSeconds(5)).acquire()) {
                 ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
                 ok(ms >= 1000 && b2.token() > a.token(), "contender: the waiter got the lease on release (" + ms
                         + " ms), token " + a.token() + " -> " + b2.token());
                 ok(!b2.isLost(), "contender: a lease that waited longer than its TTL is not lost on arrival");
-                Thread.sleep(1500);
+                Thread.sleep(2000);
                 ok(!b2.isLost(), "contender: and it renews past its TTL");
             }
             releaser.join();
@@ -237,15 +237,27 @@ public final class TestMain {
 
             public void renewalFailed(Lease l, SQLException e) { failures.incrementAndGet(); }
         };
-        try (Lease lease = Lease.builder(source()).resource("hb").holder("h-hb").ttl(Duration.ofMillis(1000))
+        try (Lease lease = Lease.builder(source()).resource("hb").holder("h-hb").ttl(Duration.ofMillis(1500))
                 .listener(listener).acquire()) {
-            Thread.sleep(3500);
-            ok(!lease.isLost() && !lease.lost().isDone(), "heartbeat: not lost after 3.5 TTLs");
+            Thread.sleep(5000);
+            ok(!lease.isLost() && !lease.lost().isDone(), "heartbeat: not lost after 3.3 TTLs (1.5 s TTL, 5 s)");
             is(leaseRow(admin, "hb"), "h-hb " + lease.token() + " true", "heartbeat: the same token is still live on the server");
             ok(Lease.builder(source()).resource("hb").holder("other").ttl(Duration.ofSeconds(1)).tryAcquire() == null,
                     "heartbeat: another holder still cannot acquire");
             is(failures.get(), 0, "heartbeat: no renewal failed");
             is(lease.transaction(admin, c -> "wrote"), "wrote", "heartbeat: writing under the lease still runs");
+        }
+        java.util.concurrent.ScheduledExecutorService shared = java.util.concurrent.Executors.newScheduledThreadPool(2);
+        try {
+            Lease x = Lease.builder(source()).resource("hb-x").ttl(Duration.ofMillis(1000)).scheduler(shared).acquire();
+            Lease y = Lease.builder(source()).resource("hb-y").ttl(Duration.ofMillis(1000)).scheduler(shared).acquire();
+            Thread.sleep(2200);
+            ok(!x.isLost() && !y.isLost(), "heartbeat: two leases on one shared scheduler both renew past 2 TTLs");
+            x.close();
+            y.close();
+            ok(!shared.isShutdown(), "heartbeat: closing them leaves the caller's scheduler running");
+        } finally {
+            shared.shutdownNow();
         }
     }
 
@@ -629,12 +641,12 @@ public final class TestMain {
             exec(admin, "SELECT fencing_release(?, ?::bigint)", i == 0 ? "m4" : "m2", after[i]);
         // A Lease over several resources: acquired together, renewed together, released on close.
         try (Lease group = Lease.builder(source()).resources(List.of("g1", "g2", "g3")).holder("h-group")
-                .ttl(Duration.ofMillis(1000)).acquire()) {
+                .ttl(Duration.ofMillis(1500)).acquire()) {
             long[] gt = group.tokens();
             is(gt.length, 3, "acquireAll: a Lease over three resources has three tokens");
             ok(thrown(group::token) instanceof IllegalStateException, "acquireAll: token() without a resource is refused");
-            Thread.sleep(2500);
-            ok(!group.isLost(), "acquireAll: the group lease is not lost after 2.5 TTLs");
+            Thread.sleep(3500);
+            ok(!group.isLost(), "acquireAll: the group lease is not lost after 2.3 TTLs");
             is(one(admin, "SELECT count(*)::text FROM fencing_leases WHERE resource IN ('g1', 'g2', 'g3') AND live "
                     + "AND holder = 'h-group'"), "3", "acquireAll: all three renewed, live on the server");
             group.transaction(admin, "g2", c -> written(c, "UPDATE items SET v = 2 WHERE id = 9"));
