@@ -414,6 +414,16 @@ public final class TestMain {
             is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "5 5000",
                     "autocommit: the failing callback's write was rolled back");
             ok(c.getAutoCommit(), "autocommit: restored after a failing callback");
+            // With autocommit off, withToken joins the caller's transaction and leaves the commit to it.
+            c.setAutoCommit(false);
+            write(c, 7000, "UPDATE items SET v = 8 WHERE id = 4");
+            is(one(admin, "SELECT v::text FROM items WHERE id = 4"), "5", "autocommit off: withToken did not commit the caller's transaction");
+            is(one(c, "SELECT current_setting('fencing.token')"), "7000", "autocommit off: the token lasts until the caller's transaction ends");
+            c.commit();
+            is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "8 7000", "autocommit off: the caller's commit wrote it");
+            is(one(c, "SELECT current_setting('fencing.token')"), "", "autocommit off: the token ended with that transaction");
+            c.rollback();
+            c.setAutoCommit(true);
         }
     }
 
