@@ -31,7 +31,7 @@ FULL_ONLY=(
     sqlsmith
     # production surroundings: PgBouncer, pg_repack, pg_partman, asyncpg
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
-    # the client examples (examples/): Django, SQLAlchemy, JDBC
+    # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)
     python3-django python3-psycopg2 python3-sqlalchemy
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
     default-jdk-headless libpostgresql-jdbc-java
