@@ -577,9 +577,16 @@ public final class TestMain {
             throw new IllegalStateException("kill -" + sig + " failed");
     }
 
+    // Whether the installed SQL has function. From 1.5 on it must: a missing
+    // function there is a failure, never a reason to test less.
     private static boolean serverHas(Connection c, String function) throws SQLException {
-        return one(c, "SELECT 1 FROM pg_proc p JOIN pg_extension e ON e.extnamespace = p.pronamespace "
+        boolean has = one(c, "SELECT 1 FROM pg_proc p JOIN pg_extension e ON e.extnamespace = p.pronamespace "
                 + "WHERE e.extname = 'fencing' AND p.proname = ?", function) != null;
+        boolean required = "true".equals(one(c, "SELECT (string_to_array(extversion, '.')::int[] >= '{1,5}')::text "
+                + "FROM pg_extension WHERE extname = 'fencing'"));
+        if (required)
+            ok(has, "the installed SQL (1.5 or later) has " + function + "()");
+        return has;
     }
 
     private static void testCheck(Connection admin) throws Exception {
