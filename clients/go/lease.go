@@ -66,6 +66,7 @@ type Lease struct {
 
 	mu         sync.Mutex
 	validUntil time.Time // last confirmed renewal's start + TTL - Margin
+	lastErr    error     // the last renewal's error, for the cause
 	cause      error
 
 	ctx       context.Context
@@ -200,13 +201,17 @@ func (l *Lease) Valid() bool { return l.check() == nil }
 
 func (l *Lease) check() error {
 	l.mu.Lock()
-	cause, until := l.cause, l.validUntil
+	cause, until, lastErr := l.cause, l.validUntil, l.lastErr
 	l.mu.Unlock()
 	if cause != nil {
 		return cause
 	}
 	if !time.Now().Before(until) {
-		l.markLost(errors.New("no renewal confirmed before TTL - margin"))
+		why := "no renewal confirmed before TTL - margin"
+		if lastErr != nil {
+			why += "; the last one failed: " + lastErr.Error()
+		}
+		l.markLost(errors.New(why))
 		return l.Cause()
 	}
 	return nil
@@ -299,10 +304,14 @@ func (l *Lease) renew() error {
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
 		return c.QueryRow(ctx, `SELECT pg_catalog.bool_and(fencing_renew(r, t,
 		        $3::pg_catalog.text::pg_catalog.interval, $4))
-		   FROM pg_catalog.unnest($1::pg_catalog.text[], $2::pg_catalog.int8[]) AS u(r, t)`,
+		   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
+		                  pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
 			l.resources, l.tokens, interval(l.opts.TTL), l.opts.Namespace).Scan(&ok)
 	})
 	if err != nil {
+		l.mu.Lock()
+		l.lastErr = err
+		l.mu.Unlock()
 		return nil // retried next round; the watchdog bounds how long
 	}
 	if ok == nil || !*ok {
@@ -404,7 +413,8 @@ func (l *Lease) Close() error {
 		if held {
 			l.closeErr = l.withConn(ctx, func(c *pgx.Conn) error {
 				_, err := c.Exec(ctx, `SELECT fencing_release(r, t, $3)
-				   FROM pg_catalog.unnest($1::pg_catalog.text[], $2::pg_catalog.int8[]) AS u(r, t)`,
+				   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
+		                  pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
 					l.resources, l.tokens, l.opts.Namespace)
 				return err
 			})
