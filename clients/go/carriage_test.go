@@ -32,7 +32,7 @@ func TestTokenCarriageAutocommit(t *testing.T) {
 	if err == nil {
 		_, err = c.Exec(ctx(t), update)
 		required("session token", err)
-		exec(t, c, "RESET fencing.token")
+		run(t, c, "RESET fencing.token")
 	} else {
 		required("SET for the session", err)
 	}

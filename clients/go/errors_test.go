@@ -50,7 +50,7 @@ func TestStaleFromServer(t *testing.T) {
 		name := map[bool]string{false: "go_stale", true: "go_stale_strict"}[strict]
 		table(t, c, name)
 		if strict {
-			exec(t, c, "SELECT fencing_protect('"+name+"', strict => true)")
+			run(t, c, "SELECT fencing_protect('"+name+"', strict => true)")
 		}
 		write := func(token int64) error {
 			return fencing.WithToken(ctx(t), c, token, func(tx pgx.Tx) error {

@@ -48,7 +48,7 @@ func ctx(t *testing.T) context.Context {
 	return c
 }
 
-func exec(t *testing.T, c *pgx.Conn, sql string, args ...interface{}) {
+func run(t *testing.T, c *pgx.Conn, sql string, args ...interface{}) {
 	t.Helper()
 	if _, err := c.Exec(ctx(t), sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
@@ -58,9 +58,9 @@ func exec(t *testing.T, c *pgx.Conn, sql string, args ...interface{}) {
 // table creates a protected table (row scope, auto_protect) with one row id 1.
 func table(t *testing.T, c *pgx.Conn, name string) {
 	t.Helper()
-	exec(t, c, "DROP TABLE IF EXISTS "+name)
-	exec(t, c, "CREATE TABLE "+name+" (id int PRIMARY KEY, qty int, fence fencing_token)")
-	exec(t, c, "INSERT INTO "+name+" VALUES (1, 0, 1)")
+	run(t, c, "DROP TABLE IF EXISTS "+name)
+	run(t, c, "CREATE TABLE "+name+" (id int PRIMARY KEY, qty int, fence fencing_token)")
+	run(t, c, "INSERT INTO "+name+" VALUES (1, 0, 1)")
 }
 
 func acquire(t *testing.T, r string, holder string, ttl time.Duration) *fencing.Lease {

@@ -148,7 +148,7 @@ func TestLostWhenRenewalRefused(t *testing.T) {
 	c := connect(t)
 	r := resource(t)
 	l := acquire(t, r, "a", 5*time.Second)
-	exec(t, c, "UPDATE fencing.lease SET expires_at = clock_timestamp() WHERE resource = $1", r)
+	run(t, c, "UPDATE fencing.lease SET expires_at = clock_timestamp() WHERE resource = $1", r)
 	b := acquire(t, r, "b", 5*time.Second)
 	select {
 	case <-l.Lost():
