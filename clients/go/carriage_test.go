@@ -104,3 +104,43 @@ func TestFencedCalls(t *testing.T) {
 		t.Fatalf("rows left %d, %v", left, err)
 	}
 }
+
+// fenced_update_result tells a stale token (a *StaleTokenError from Err())
+// from a key that matches no row; ErrUnsupported before 1.5.
+func TestFencedResult(t *testing.T) {
+	c := connect(t)
+	table(t, c, "go_result")
+	key := map[string]int{"id": 1}
+	if !hasFunction(t, c, "fenced_update_result") {
+		_, err := fencing.FencedUpdateResult(ctx(t), c, "go_result", 5, key, map[string]int{"qty": 1})
+		if !errors.Is(err, fencing.ErrUnsupported) {
+			t.Fatalf("without fenced_update_result: %v, want ErrUnsupported", err)
+		}
+		t.Log("fenced_update_result not installed: ErrUnsupported")
+		return
+	}
+	res, err := fencing.FencedUpdateResult(ctx(t), c, "go_result", 90, key, map[string]int{"qty": 1})
+	if err != nil || res.Written != 1 || res.Stale != 0 || res.HWM != nil || res.Err() != nil {
+		t.Fatalf("fresh: %+v, %v", res, err)
+	}
+	res, err = fencing.FencedUpdateResult(ctx(t), c, "go_result", 80, key, map[string]int{"qty": 2})
+	var stale *fencing.StaleTokenError
+	if err != nil || res.Written != 0 || res.Stale != 1 || !errors.As(res.Err(), &stale) {
+		t.Fatalf("stale: %+v, %v", res, err)
+	}
+	if stale.Offered != 80 || stale.HWM != 90 || stale.TableName != "go_result" || stale.Key != `{"id":1}` {
+		t.Errorf("stale error %+v", stale)
+	}
+	res, err = fencing.FencedUpdateResult(ctx(t), c, "go_result", 95, map[string]int{"id": 404}, map[string]int{"qty": 2})
+	if err != nil || res.Written != 0 || res.Stale != 0 || res.Err() != nil {
+		t.Fatalf("missing row: %+v, %v", res, err)
+	}
+	res, err = fencing.FencedDeleteResult(ctx(t), c, "go_result", 85, key)
+	if err != nil || res.Stale != 1 || res.Err() == nil {
+		t.Fatalf("stale delete: %+v, %v", res, err)
+	}
+	res, err = fencing.FencedUpsertResult(ctx(t), c, "go_result", fencing.MaxToken, map[string]interface{}{"id": 1, "qty": 3})
+	if err != nil || res.Written != 1 || res.Stale != 0 {
+		t.Fatalf("upsert at the max token: %+v, %v", res, err)
+	}
+}

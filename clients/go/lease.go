@@ -383,6 +383,14 @@ func (l *Lease) FencedUpdate(ctx context.Context, q Querier, table string, key, 
 	return FencedUpdate(ctx, q, table, l.Token(), key, changes)
 }
 
+// FencedUpdateResult is FencedUpdateResult with the lease's token.
+func (l *Lease) FencedUpdateResult(ctx context.Context, q Querier, table string, key, changes interface{}) (FencedResult, error) {
+	if err := l.check(); err != nil {
+		return FencedResult{}, err
+	}
+	return FencedUpdateResult(ctx, q, table, l.Token(), key, changes)
+}
+
 // FencedDelete is FencedDelete with the lease's token; ErrLeaseLost once lost.
 func (l *Lease) FencedDelete(ctx context.Context, q Querier, table string, key interface{}) (int64, error) {
 	if err := l.check(); err != nil {
@@ -405,9 +413,10 @@ func (l *Lease) FencedUpsert(ctx context.Context, q Querier, table string, row i
 func (l *Lease) Close() error {
 	l.closeOnce.Do(func() {
 		held := l.check() == nil
+		// Cancelling the context first ends a renewal in flight at once.
 		close(l.stop)
-		l.done.Wait()
 		l.finish(ErrLeaseClosed, false)
+		l.done.Wait()
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if held {

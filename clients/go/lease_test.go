@@ -140,6 +140,15 @@ func TestLostBeforeTTLWhenRenewalsHang(t *testing.T) {
 	if _, err := l.FencedUpdate(ctx(t), c, "x", map[string]int{"id": 1}, map[string]int{}); !errors.Is(err, fencing.ErrLeaseLost) {
 		t.Errorf("FencedUpdate after loss: %v", err)
 	}
+	// Close does not wait for the hanging renewal; a lost lease is not released.
+	start := time.Now()
+	l.Close()
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("Close took %v", took)
+	}
+	if !errors.Is(l.Cause(), fencing.ErrLeaseLost) {
+		t.Errorf("cause after Close: %v", l.Cause())
+	}
 }
 
 // A renewal refused by the server (the lease expired and another holder

@@ -10,8 +10,8 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 SRC=${GOCODE:-/usr/share/gocode/src}
-ROOTS=(github.com/jackc/pgx/v4 github.com/jackc/pgconn github.com/jackc/pgtype
-    github.com/jackc/pgproto3/v2)
+ROOTS=(github.com/jackc/pgx/v4 github.com/jackc/pgx/v4/pgxpool github.com/jackc/pgconn
+    github.com/jackc/pgtype github.com/jackc/pgproto3/v2)
 
 [ -d "$SRC/github.com/jackc/pgx/v4" ] || {
     echo "vendor.sh: $SRC/github.com/jackc/pgx/v4 missing: apt-get install golang-github-jackc-pgx-v4-dev" >&2

@@ -85,19 +85,28 @@ func FencedUpsert(ctx context.Context, q Querier, table string, token int64, row
 }
 
 func fencedCall(ctx context.Context, q Querier, fn, table string, token int64, objects ...interface{}) (int64, error) {
+	sql, args, err := fencedSQL(fn, table, token, objects)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = q.QueryRow(ctx, "SELECT "+sql, args...).Scan(&n)
+	return n, Classify(err)
+}
+
+// fencedSQL is the call fn(table, token, objects as jsonb...) and its arguments.
+func fencedSQL(fn, table string, token int64, objects []interface{}) (string, []interface{}, error) {
 	args := []interface{}{table, token}
 	params := "$1::pg_catalog.text::pg_catalog.regclass, $2::pg_catalog.int8"
 	for i, o := range objects {
 		b, err := json.Marshal(o)
 		if err != nil {
-			return 0, fmt.Errorf("fencing: %s argument %d: %w", fn, i+3, err)
+			return "", nil, fmt.Errorf("fencing: %s argument %d: %w", fn, i+3, err)
 		}
 		args = append(args, string(b))
 		params += fmt.Sprintf(", $%d::pg_catalog.text::pg_catalog.jsonb", i+3)
 	}
-	var n int64
-	err := q.QueryRow(ctx, "SELECT "+fn+"("+params+")", args...).Scan(&n)
-	return n, Classify(err)
+	return fn + "(" + params + ")", args, nil
 }
 
 // Check calls fencing_check(resource, token, namespace): whether token is
@@ -131,4 +140,60 @@ func unsupported(err error, fn string) error {
 		return fmt.Errorf("%w: %s (ALTER EXTENSION fencing UPDATE): %v", ErrUnsupported, fn, err)
 	}
 	return Classify(err)
+}
+
+// FencedResult is what a fenced_*_result() call did: rows written, rows
+// refused as stale, and the highest HWM that refused one. It tells a stale
+// token (Stale > 0) from a key that matched no row (both 0).
+type FencedResult struct {
+	Written int64
+	Stale   int64
+	HWM     *int64 // nil when no row was stale
+
+	table string
+	token int64
+	key   string
+}
+
+// Err is a *StaleTokenError when a row was refused as stale, else nil.
+// Its Key is the key argument as JSON, SchemaName empty and TableName the
+// table argument as given: the call's result, unlike an error, carries no
+// such fields.
+func (r FencedResult) Err() error {
+	if r.Stale == 0 || r.HWM == nil {
+		return nil
+	}
+	return &StaleTokenError{TableName: r.table, Key: r.key, Offered: r.token, HWM: *r.HWM, Parsed: true,
+		PgErr: &pgconn.PgError{Code: SQLStateStaleToken,
+			Message: fmt.Sprintf("stale fencing token for table %s", r.table)}}
+}
+
+// FencedUpdateResult calls fenced_update_result(table, token, key, changes).
+// ErrUnsupported before extension version 1.5.
+func FencedUpdateResult(ctx context.Context, q Querier, table string, token int64, key, changes interface{}) (FencedResult, error) {
+	return fencedResultCall(ctx, q, "fenced_update_result", table, token, key, changes)
+}
+
+// FencedDeleteResult calls fenced_delete_result(table, token, key).
+func FencedDeleteResult(ctx context.Context, q Querier, table string, token int64, key interface{}) (FencedResult, error) {
+	return fencedResultCall(ctx, q, "fenced_delete_result", table, token, key)
+}
+
+// FencedUpsertResult calls fenced_upsert_result(table, token, row); the
+// stale error's Key is the whole row.
+func FencedUpsertResult(ctx context.Context, q Querier, table string, token int64, row interface{}) (FencedResult, error) {
+	return fencedResultCall(ctx, q, "fenced_upsert_result", table, token, row)
+}
+
+func fencedResultCall(ctx context.Context, q Querier, fn, table string, token int64, objects ...interface{}) (FencedResult, error) {
+	sql, args, err := fencedSQL(fn, table, token, objects)
+	if err != nil {
+		return FencedResult{}, err
+	}
+	res := FencedResult{table: table, token: token, key: args[2].(string)}
+	err = q.QueryRow(ctx, "SELECT written, stale, hwm FROM "+sql, args...).Scan(&res.Written, &res.Stale, &res.HWM)
+	if err != nil {
+		return FencedResult{}, unsupported(err, fn)
+	}
+	return res, nil
 }
