@@ -138,6 +138,15 @@ func acquire(ctx context.Context, config *pgx.ConnConfig, resources []string, op
 	if err == nil && len(tokens) != len(resources) {
 		err = ErrNotAcquired // NULL: another holder's live lease
 	}
+	if err == nil && opts.Wait > 0 {
+		// A waited grant came some time after start, unknown how long: the
+		// TTL is counted from a renewal sent after it instead.
+		start = time.Now()
+		var ok *bool
+		if ok, err = renewQuery(ctx, conn, resources, tokens, opts); err == nil && (ok == nil || !*ok) {
+			err = fmt.Errorf("%w: the first renewal was refused", ErrLeaseLost)
+		}
+	}
 	if err != nil {
 		conn.Close(context.Background())
 		return nil, err
@@ -302,11 +311,9 @@ func (l *Lease) renew() error {
 	start := time.Now()
 	var ok *bool
 	err := l.withConn(ctx, func(c *pgx.Conn) error {
-		return c.QueryRow(ctx, `SELECT pg_catalog.bool_and(fencing_renew(r, t,
-		        $3::pg_catalog.text::pg_catalog.interval, $4))
-		   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
-		                  pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
-			l.resources, l.tokens, interval(l.opts.TTL), l.opts.Namespace).Scan(&ok)
+		var err error
+		ok, err = renewQuery(ctx, c, l.resources, l.tokens, &l.opts)
+		return err
 	})
 	if err != nil {
 		l.mu.Lock()
@@ -327,6 +334,18 @@ func (l *Lease) renew() error {
 	default:
 	}
 	return nil
+}
+
+// renewQuery renews every lease of resources with its token for TTL: true
+// when all were renewed.
+func renewQuery(ctx context.Context, c *pgx.Conn, resources []string, tokens []int64, opts *LeaseOptions) (*bool, error) {
+	var ok *bool
+	err := c.QueryRow(ctx, `SELECT pg_catalog.bool_and(fencing_renew(r, t,
+	        $3::pg_catalog.text::pg_catalog.interval, $4))
+	   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
+	                   pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
+		resources, tokens, interval(opts.TTL), opts.Namespace).Scan(&ok)
+	return ok, err
 }
 
 // withConn runs fn on the lease's connection, reconnecting a closed one.
