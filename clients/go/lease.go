@@ -259,38 +259,32 @@ func (l *Lease) watchdog() {
 		l.mu.Lock()
 		until := l.validUntil
 		l.mu.Unlock()
-		t := time.NewTimer(time.Until(until))
-		select {
-		case <-l.stop:
-			t.Stop()
+		if !l.pause(time.Until(until), l.renewed) || l.check() != nil {
 			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		case <-l.renewed:
-			t.Stop()
-		case <-t.C:
-			if l.check() != nil {
-				return
-			}
 		}
 	}
+}
+
+// pause waits d, or until wake (nil: never) fires; false when the lease was
+// closed or lost meanwhile.
+func (l *Lease) pause(d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.stop:
+		return false
+	case <-l.ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
 }
 
 func (l *Lease) heartbeat() {
 	defer l.done.Done()
 	for {
-		t := time.NewTimer(l.jittered())
-		select {
-		case <-l.stop:
-			t.Stop()
-			return
-		case <-l.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		if l.check() != nil {
+		if !l.pause(l.jittered(), nil) || l.check() != nil {
 			return
 		}
 		if err := l.renew(); err != nil {
