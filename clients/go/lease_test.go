@@ -194,7 +194,11 @@ func TestReacquireByHolder(t *testing.T) {
 	before := serverLease(t, c, r)
 	again, err := fencing.Acquire(ctx(t), config(t), r, fencing.LeaseOptions{Holder: "a", TTL: 10 * time.Second})
 	if errors.Is(err, fencing.ErrNotAcquired) && !hasFunction(t, c, "fencing_check") {
-		t.Log("the installed version has no idempotent re-acquire: refused")
+		t.Run("before 1.5: refused, the lease untouched", func(t *testing.T) {
+			if row := serverLease(t, c, r); !row.live || row.token != a.Token() || row.holder != "a" {
+				t.Fatalf("after the refused re-acquire: %+v", row)
+			}
+		})
 		return
 	}
 	if err != nil {

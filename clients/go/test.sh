@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Go client's suite: builds vendor/ from Debian's Go packages (offline),
-# go vet, then go test against a scratch cluster of its own with the
+# go vet, then go test -race against a scratch cluster of its own with the
 # extension, as the postgres user's server on a private port and socket
 # directory. Prints TAP-like lines: "ok N - go vet", one per go test test
 # and subtest ("--- PASS"/"--- FAIL"), and a last check that go test passed.
@@ -40,7 +40,7 @@ export PGDATABASE=gotest
 
 log=$ROOT/build/test-logs/client-go-gotest.log
 mkdir -p "$(dirname "$log")"
-go test -count=1 -v -timeout 300s ./... >"$log" 2>&1
+go test -race -count=1 -v -timeout 300s ./... >"$log" 2>&1
 rc=$?
 cat "$log" >&2
 while read -r verdict name; do
