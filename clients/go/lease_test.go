@@ -210,3 +210,26 @@ func TestReacquireByHolder(t *testing.T) {
 		t.Errorf("re-acquire: token %d (want %d), ms left %.0f then %.0f", again.Token(), a.Token(), before.leftMs, after.leftMs)
 	}
 }
+
+// The heartbeat reconnects when its connection is killed, in time to keep
+// the lease.
+func TestHeartbeatReconnects(t *testing.T) {
+	c := connect(t)
+	r := resource(t)
+	l := acquire(t, r, "a", 1500*time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // a renewal or two on the lease's connection
+	var killed int
+	err := c.QueryRow(ctx(t), `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+	   WHERE pid <> pg_backend_pid() AND datname = current_database()
+	     AND query LIKE '%fencing_renew(r, t,%'`).Scan(&killed)
+	if err != nil || killed != 1 {
+		t.Fatalf("terminated %d lease connections: %v", killed, err)
+	}
+	time.Sleep(3 * time.Second)
+	if !l.Valid() {
+		t.Fatalf("lost after its connection was killed: %v", l.Cause())
+	}
+	if row := serverLease(t, c, r); !row.live || row.token != l.Token() {
+		t.Fatalf("server lease %+v", row)
+	}
+}

@@ -55,7 +55,7 @@ func holder(resource string) int {
 	select {
 	case <-l.Lost():
 		fmt.Println("lost", errors.Is(l.Cause(), fencing.ErrLeaseLost), l.Context().Err() != nil)
-	default:
+	case <-time.After(time.Second):
 		fmt.Println("not-lost")
 	}
 	update := func(tx pgx.Tx) error {
