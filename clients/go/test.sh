@@ -15,7 +15,7 @@ export FENCING_PGPORT=$PORT
 export FENCING_CLUSTER_DIR=${CLIENT_GO_DIR:-/tmp/fencing-client-go-$PORT}
 # Offline module mode: the dependencies are in vendor/, no proxy, no sum DB.
 export GOFLAGS=-mod=vendor GOPROXY=off GOSUMDB=off GO111MODULE=on
-export GOCACHE=${GOCACHE:-$ROOT/build/go-cache}
+export GOCACHE=${GOCACHE:-$ROOT/build/go-cache} GOPATH=${GOPATH:-$ROOT/build/gopath}
 
 n=0
 check() {  # check NAME STATUS
