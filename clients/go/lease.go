@@ -124,6 +124,7 @@ func acquire(ctx context.Context, config *pgx.ConnConfig, resources []string, op
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
+	config = config.Copy() // the lease's own, reused to reconnect
 	conn, err := Connect(ctx, config)
 	if err != nil {
 		return nil, err
