@@ -14,7 +14,7 @@ import (
 func TestAcquireAll(t *testing.T) {
 	c := connect(t)
 	r1, r2 := resource(t), resource(t)
-	opts := fencing.LeaseOptions{Holder: "a", TTL: 600 * time.Millisecond}
+	opts := fencing.LeaseOptions{Holder: "a", TTL: time.Second}
 	if !hasFunction(t, c, "fencing_acquire_all") {
 		t.Run("before 1.5: ErrUnsupported", func(t *testing.T) {
 			_, err := fencing.AcquireAll(ctx(t), config(t), []string{r1, r2}, opts)

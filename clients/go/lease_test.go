@@ -97,14 +97,14 @@ func TestHeartbeat(t *testing.T) {
 	c := connect(t)
 	table(t, c, "go_heartbeat")
 	r := resource(t)
-	ttl := 600 * time.Millisecond
+	ttl := time.Second
 	l := acquire(t, r, "a", ttl)
-	time.Sleep(5 * ttl)
+	time.Sleep(4 * ttl)
 	if !l.Valid() {
 		t.Fatalf("lease lost: %v", l.Cause())
 	}
 	if row := serverLease(t, c, r); !row.live || row.token != l.Token() || row.leftMs <= 0 {
-		t.Fatalf("server lease after 5 TTLs: %+v", row)
+		t.Fatalf("server lease after 4 TTLs: %+v", row)
 	}
 	_, err := fencing.Acquire(ctx(t), config(t), r, fencing.LeaseOptions{Holder: "b", TTL: time.Second})
 	if !errors.Is(err, fencing.ErrNotAcquired) {
