@@ -25,6 +25,7 @@ FULL_ONLY=(
     libgtest-dev valgrind libipc-run-perl procps
     gnuplot-nox  # the plots of bench/REPORT.md (make bench)
     python3-yaml
+    golang-go golang-github-jackc-pgx-v4-dev  # clients/go (pgx v4, offline from /usr/share/gocode)
     zookeeper python3-kazoo
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
     patroni python3-etcd

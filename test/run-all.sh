@@ -27,6 +27,9 @@
 #   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
 #   security   CREATE EXTENSION / ALTER EXTENSION UPDATE next to trojan objects in
 #              public and pg_temp; SECURITY DEFINER audit (test/security/run.sh)
+#   client-go  the Go client library (clients/go/test.sh): go vet, go test over pgx
+#              against its own scratch cluster: leases, heartbeat, a SIGSTOP pause
+#              past the TTL, typed errors, token carriage, max token in binary and text
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   patroni    Patroni (etcd3 DCS) with synchronous_mode_strict: switchover and kill -9
 #              of the primary under writing and leasing clients (test/patroni/run.sh)
@@ -82,7 +85,7 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples client-java sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    encodings examples client-java client-go sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
@@ -235,6 +238,7 @@ suite_partman() { run_tap_like partman test/partman/run.sh; }
 suite_encodings() { run_tap_like encodings test/encodings/run.sh; }
 suite_examples() { run_tap_like examples examples/run.sh; }
 suite_client-java() { run_tap_like client-java clients/java/test.sh; }
+suite_client-go() { run_tap_like client-go clients/go/test.sh; }
 suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 
 suite_tap() {

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The Go client's suite: builds vendor/ from Debian's Go packages (offline),
+# go vet, then go test -race against a scratch cluster of its own with the
+# extension, as the postgres user's server on a private port and socket
+# directory. Prints TAP-like lines: "ok N - go vet", one per go test test
+# and subtest ("--- PASS"/"--- FAIL"), and a last check that go test passed.
+#
+#   CLIENT_GO_PGPORT   the scratch cluster's port (default 55447)
+set -uo pipefail
+cd "$(dirname "$0")"
+HERE=$(pwd)
+ROOT=$(cd ../.. && pwd)
+PORT=${CLIENT_GO_PGPORT:-55447}
+export FENCING_PGPORT=$PORT
+export FENCING_CLUSTER_DIR=${CLIENT_GO_DIR:-/tmp/fencing-client-go-$PORT}
+# Offline module mode: the dependencies are in vendor/, no proxy, no sum DB.
+export GOFLAGS=-mod=vendor GOPROXY=off GOSUMDB=off GO111MODULE=on
+export GOCACHE=${GOCACHE:-$ROOT/build/go-cache} GOPATH=${GOPATH:-$ROOT/build/gopath}
+
+n=0
+check() {  # check NAME STATUS
+    n=$((n + 1))
+    if [ "$2" = 0 ]; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi
+}
+
+command -v go >/dev/null || { echo "not ok 1 - go not installed (apt-get install golang-go)"; exit 1; }
+./vendor.sh
+check "vendor/ built from /usr/share/gocode" $?
+go vet ./... 
+check "go vet" $?
+
+"$ROOT/test/cluster.sh" stop >/dev/null 2>&1
+trap '"$ROOT/test/cluster.sh" stop' EXIT
+"$ROOT/test/cluster.sh" start || { check "scratch cluster" 1; exit 1; }
+eval "$("$ROOT/test/cluster.sh" env)"
+psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE gotest" &&
+    PGDATABASE=gotest psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing"
+check "CREATE EXTENSION fencing" $?
+export PGDATABASE=gotest
+
+log=$ROOT/build/test-logs/client-go-gotest.log
+mkdir -p "$(dirname "$log")"
+go test -race -count=1 -v -timeout 300s ./... >"$log" 2>&1
+rc=$?
+cat "$log" >&2
+while read -r verdict name; do
+    [ "$verdict" = PASS ]
+    check "$name" $?
+done < <(sed -nE 's/^ *--- (PASS|FAIL|SKIP): ([^ ]+).*/\1 \2/p' "$log")
+check "go test ./... exit status" $rc
