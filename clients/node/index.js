@@ -1,0 +1,663 @@
+// pg-fencing: leases and fenced writes for the fencing PostgreSQL extension,
+// over node-postgres (`pg`).
+//
+// Tokens are BigInt: a Number loses integers above 2^53 and 9223372036854775807
+// is a valid token. They go to the server as decimal text and come back
+// through a text-format type parser registered for fencing_token's OID, which
+// is looked up per connection (it differs from database to database).
+//
+// node-postgres decodes every DataRow field as a UTF-8 string, whatever the
+// result format, so with `binary: true` an int8 or a fencing_token arrives
+// mangled (any byte above 0x7f). Clients in binary mode are refused here:
+// text mode is the supported one.
+'use strict';
+
+const { EventEmitter } = require('events');
+const { performance } = require('perf_hooks');
+
+const MAX_TOKEN = 9223372036854775807n;
+const STALE_TOKEN = 'TF001';
+const TOKEN_REQUIRED = 'TF002';
+
+// ---------------------------------------------------------------- errors
+
+/** A write offered a token below the high-water mark (or equal to it, in strict mode). */
+class StaleTokenError extends Error {
+  constructor(message, fields = {}) {
+    super(message);
+    this.name = 'StaleTokenError';
+    this.code = STALE_TOKEN;
+    this.schema = fields.schema ?? null;
+    this.table = fields.table ?? null;
+    this.key = fields.key ?? null;
+    this.offered = fields.offered ?? null;
+    this.hwm = fields.hwm ?? null;
+    this.strict = fields.strict ?? null;
+    this.detail = fields.detail ?? null;
+    this.hint = fields.hint ?? null;
+    if (fields.cause !== undefined) this.cause = fields.cause;
+  }
+}
+
+/** A protected table was written without a token (or with a session-level one). */
+class TokenRequiredError extends Error {
+  constructor(message, fields = {}) {
+    super(message);
+    this.name = 'TokenRequiredError';
+    this.code = TOKEN_REQUIRED;
+    this.schema = fields.schema ?? null;
+    this.table = fields.table ?? null;
+    this.detail = fields.detail ?? null;
+    this.hint = fields.hint ?? null;
+    if (fields.cause !== undefined) this.cause = fields.cause;
+  }
+}
+
+/** The lease ended (renewal failed, refused, or released) before the work was done. */
+class LeaseLostError extends Error {
+  constructor(message, fields = {}) {
+    super(message);
+    this.name = 'LeaseLostError';
+    this.code = 'LEASE_LOST';
+    this.resources = fields.resources ?? null;
+    this.tokens = fields.tokens ?? null;
+    this.reason = fields.reason ?? null;
+  }
+}
+
+/** acquire() did not get the lease within its wait. */
+class LeaseNotAcquiredError extends Error {
+  constructor(message, fields = {}) {
+    super(message);
+    this.name = 'LeaseNotAcquiredError';
+    this.code = 'LEASE_NOT_ACQUIRED';
+    this.resources = fields.resources ?? null;
+  }
+}
+
+// TF001's DETAIL, from its end (a key's text may itself hold ": "):
+//   "<Key (id)=(5)>: offered token T is below the high-water mark H."
+//   "<...>: offered token T is not above the high-water mark H (strict: ...)."
+const STALE_DETAIL =
+  /^([\s\S]*): offered token (\d+) is (below|not above) the high-water mark (\d+)(?: \(strict[^)]*\))?\.$/;
+
+/** Parses TF001's DETAIL into { key, offered, hwm, strict }, or null. */
+function parseStaleDetail(detail) {
+  const m = STALE_DETAIL.exec(detail || '');
+  if (!m) return null;
+  return { key: m[1], offered: BigInt(m[2]), hwm: BigInt(m[4]), strict: m[3] === 'not above' };
+}
+
+/**
+ * The typed error for a driver error: StaleTokenError for TF001,
+ * TokenRequiredError for TF002, anything else unchanged.
+ */
+function typedError(err) {
+  if (!err || typeof err !== 'object') return err;
+  if (err.code === STALE_TOKEN && !(err instanceof StaleTokenError)) {
+    const d = parseStaleDetail(err.detail) || {};
+    return new StaleTokenError(err.message, {
+      schema: err.schema, table: err.table, key: d.key, offered: d.offered, hwm: d.hwm,
+      strict: d.strict, detail: err.detail, hint: err.hint, cause: err,
+    });
+  }
+  if (err.code === TOKEN_REQUIRED && !(err instanceof TokenRequiredError)) {
+    return new TokenRequiredError(err.message, {
+      schema: err.schema, table: err.table, detail: err.detail, hint: err.hint, cause: err,
+    });
+  }
+  return err;
+}
+
+// ---------------------------------------------------------------- codecs
+
+/** A token parameter as decimal text; accepts BigInt, a safe integer Number or a decimal string. */
+function tokenText(value) {
+  let big;
+  if (typeof value === 'bigint') big = value;
+  else if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new RangeError(`token ${value} is not a safe integer: pass a BigInt or a string`);
+    big = BigInt(value);
+  } else if (typeof value === 'string') {
+    if (!/^[0-9]+$/.test(value)) throw new TypeError(`token ${JSON.stringify(value)} is not a decimal integer`);
+    big = BigInt(value);
+  } else if (value instanceof Lease) {
+    return tokenText(value.token);
+  } else {
+    throw new TypeError(`a token must be a BigInt, number or string, not ${typeof value}`);
+  }
+  if (big < 0n || big > MAX_TOKEN) throw new RangeError(`token ${big} is outside 0 ... ${MAX_TOKEN}`);
+  return big.toString();
+}
+
+function parseToken(text) {
+  return text === null ? null : BigInt(text);
+}
+
+// A one-dimensional fencing_token[] in text form: {1,2,NULL}.
+function parseTokenArray(text) {
+  if (text === null) return null;
+  const inner = text.replace(/^\{|\}$/g, '');
+  if (inner === '') return [];
+  return inner.split(',').map((x) => (x === 'NULL' ? null : BigInt(x)));
+}
+
+const TYPES_SQL = `SELECT t.oid, t.typarray
+  FROM pg_catalog.pg_type t JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) t.typnamespace
+ WHERE e.extname OPERATOR(pg_catalog.=) 'fencing' AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'`;
+
+const REGISTERED = Symbol('pg-fencing.registered');
+const TX_STATUS = Symbol('pg-fencing.txStatus');
+
+function refuseBinary(client) {
+  if (client.binary) {
+    throw new Error('pg-fencing: node-postgres decodes binary results as text and mangles int8 and ' +
+      'fencing_token values; use the client in text mode (binary: false)');
+  }
+}
+
+/** The OIDs of fencing_token and fencing_token[] in the client's database. */
+async function tokenOids(client) {
+  const r = await client.query(TYPES_SQL);
+  if (r.rows.length === 0) throw new Error('pg-fencing: the fencing extension is not installed in this database');
+  return { oid: Number(r.rows[0].oid), arrayOid: Number(r.rows[0].typarray) };
+}
+
+/**
+ * Registers the fencing_token parsers (BigInt, and arrays of BigInt) on a
+ * connected client, and tracks its transaction status. Idempotent.
+ */
+async function register(client) {
+  refuseBinary(client);
+  if (client[REGISTERED]) return client[REGISTERED];
+  const oids = await tokenOids(client);
+  client.setTypeParser(oids.oid, 'text', parseToken);
+  client.setTypeParser(oids.arrayOid, 'text', parseTokenArray);
+  if (client.connection && typeof client.connection.on === 'function') {
+    client.connection.on('readyForQuery', (msg) => { client[TX_STATUS] = msg.status; });
+  }
+  client[TX_STATUS] = 'I';
+  client[REGISTERED] = oids;
+  return oids;
+}
+
+/**
+ * A `types` object for `new pg.Pool({ types })` or `new pg.Client({ types })`,
+ * with fencing_token parsed as BigInt: `types(await tokenOids(client))`.
+ */
+function typesFor(oids, base = require('pg').types) {
+  return {
+    getTypeParser(oid, format) {
+      if (format !== 'binary') {
+        if (oid === oids.oid) return parseToken;
+        if (oid === oids.arrayOid) return parseTokenArray;
+      }
+      return base.getTypeParser(oid, format);
+    },
+  };
+}
+
+/** A connected pg.Client with the fencing types registered. */
+async function connect(config) {
+  const { Client } = require('pg');
+  const client = config instanceof Client ? config : new Client(config);
+  refuseBinary(client);
+  await client.connect();
+  try {
+    await register(client);
+  } catch (err) {
+    await client.end().catch(() => {});
+    throw err;
+  }
+  return client;
+}
+
+// ---------------------------------------------------------------- time
+
+// An interval parameter from milliseconds.
+function interval(ms) {
+  if (ms === null || ms === undefined) return null;
+  if (!Number.isFinite(ms) || ms < 0) throw new RangeError(`a duration must be a non-negative number of milliseconds, not ${ms}`);
+  return `${ms / 1000} seconds`;
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// ---------------------------------------------------------------- leases
+
+/**
+ * A lease on one or more resources, renewed in the background on a
+ * connection of its own. `lost` (an AbortSignal) aborts, and the 'lost'
+ * event fires, as soon as a renewal is refused or when no renewal succeeded
+ * by `safety` ms before the TTL ends: before the server lets another holder
+ * in, as far as this process's clock can tell.
+ */
+class Lease extends EventEmitter {
+  constructor(client, opts, tokens, sentAt) {
+    super();
+    this.client = client;
+    this.resources = opts.resources;
+    this.holder = opts.holder;
+    this.namespace = opts.namespace;
+    this.ttl = opts.ttl;
+    this.tokens = tokens;
+    this.token = tokens[0];
+    this.renewEvery = opts.renewEvery ?? Math.max(1, Math.floor(opts.ttl / 3));
+    this.jitter = opts.jitter ?? 0.2;
+    this.safety = opts.safety ?? Math.max(1, Math.floor(opts.ttl / 5));
+    this.renewals = 0;
+    this.lostReason = null;
+    this.released = false;
+    this._controller = new AbortController();
+    this.lost = this._controller.signal;
+    this._renewing = null;
+    this._deadline = sentAt + this.ttl; // performance.now() when the server's lease may end
+    if (typeof opts.onLost === 'function') this.on('lost', opts.onLost);
+    // An 'error' listener keeps a renewal error from crashing the process.
+    this.on('error', () => {});
+    client.on('error', (err) => this.emit('error', err));
+    this._armDeadline();
+    this._scheduleRenewal();
+  }
+
+  /** Whether the lease is known lost (or released). */
+  get isLost() {
+    return this.lost.aborted;
+  }
+
+  /** Throws LeaseLostError when the lease is lost. */
+  throwIfLost() {
+    if (this.isLost) {
+      throw new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${this.lostReason}`, {
+        resources: this.resources, tokens: this.tokens, reason: this.lostReason,
+      });
+    }
+  }
+
+  /** Milliseconds left before the lease may end, by this process's clock (<= 0: lost). */
+  remaining() {
+    return this._deadline - this.safety - performance.now();
+  }
+
+  _armDeadline() {
+    clearTimeout(this._deadlineTimer);
+    const ms = Math.max(0, this._deadline - this.safety - performance.now());
+    this._deadlineTimer = setTimeout(() => {
+      if (performance.now() >= this._deadline - this.safety) this._lose('no renewal succeeded before the TTL');
+      else this._armDeadline();
+    }, ms);
+  }
+
+  _scheduleRenewal() {
+    clearTimeout(this._renewTimer);
+    const spread = this.renewEvery * this.jitter;
+    const ms = Math.max(1, this.renewEvery - spread + Math.random() * 2 * spread);
+    this._renewTimer = setTimeout(() => {
+      this._renewing = this._renewOnce().finally(() => {
+        this._renewing = null;
+        if (!this.isLost) this._scheduleRenewal();
+      });
+    }, ms);
+  }
+
+  async _renewOnce() {
+    if (this.isLost) return;
+    // A timer that fires late (a pause, a blocked event loop) finds the
+    // deadline passed: lost, without asking the server.
+    if (performance.now() >= this._deadline - this.safety) {
+      this._lose('no renewal succeeded before the TTL');
+      return;
+    }
+    const sentAt = performance.now();
+    try {
+      const r = await this.client.query(
+        `SELECT pg_catalog.bool_and(@ext@.fencing_renew(u.r, u.t::@ext@.fencing_token, $3::interval, $4)) AS ok
+           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
+        [this.resources, this.tokens.map(String), interval(this.ttl), this.namespace]);
+      if (this.isLost) return;
+      if (r.rows[0].ok !== true) {
+        this._lose('the server refused the renewal (the lease expired or was taken)');
+        return;
+      }
+      this.renewals += 1;
+      this._deadline = sentAt + this.ttl;
+      this._armDeadline();
+      this.emit('renewed', this.renewals);
+    } catch (err) {
+      // Retried at the next tick; the deadline timer decides when it is lost.
+      this.emit('error', err);
+    }
+  }
+
+  _schema() {
+    return this._ext;
+  }
+
+  _lose(reason) {
+    if (this.isLost) return;
+    this.lostReason = reason;
+    clearTimeout(this._renewTimer);
+    clearTimeout(this._deadlineTimer);
+    const err = new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${reason}`, {
+      resources: this.resources, tokens: this.tokens, reason,
+    });
+    this._controller.abort(err);
+    this.emit('lost', err);
+  }
+
+  /** Ends the lease on the server (when still held), stops renewing, closes its connection. */
+  async release() {
+    if (this.released) return false;
+    this.released = true;
+    const wasLost = this.isLost;
+    clearTimeout(this._renewTimer);
+    clearTimeout(this._deadlineTimer);
+    if (this._renewing) await this._renewing.catch(() => {});
+    if (!wasLost) {
+      this.lostReason = 'released';
+      this._controller.abort(new LeaseLostError('lease released', { resources: this.resources, tokens: this.tokens, reason: 'released' }));
+    }
+    let ok = false;
+    try {
+      const r = await this.client.query(
+        `SELECT pg_catalog.bool_and(@ext@.fencing_release(u.r, u.t::@ext@.fencing_token, $3)) AS ok
+           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
+        [this.resources, this.tokens.map(String), this.namespace]);
+      ok = r.rows[0].ok === true;
+    } finally {
+      await this.client.end().catch(() => {});
+    }
+    return ok;
+  }
+
+  /** Same as release(); for `await using lease = await Lease.acquire(...)`. */
+  async close() {
+    await this.release();
+  }
+
+  /**
+   * Runs fn(client) in a transaction on `client` (the application's, not the
+   * lease's) with this lease's token (see withToken); refuses when lost.
+   */
+  transaction(client, fn) {
+    return withToken(client, this, fn);
+  }
+}
+if (typeof Symbol.asyncDispose === 'symbol') {
+  Lease.prototype[Symbol.asyncDispose] = function asyncDispose() { return this.release(); };
+}
+
+async function extSchema(client) {
+  const r = await client.query(`SELECT pg_catalog.quote_ident(n.nspname) AS s
+      FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+     WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'`);
+  if (r.rows.length === 0) throw new Error('pg-fencing: the fencing extension is not installed in this database');
+  return r.rows[0].s;
+}
+
+function leaseOptions(opts, resources) {
+  if (!opts || typeof opts.holder !== 'string') throw new TypeError('holder (a string) is required');
+  if (!Number.isFinite(opts.ttl) || opts.ttl <= 0) throw new RangeError('ttl (milliseconds, > 0) is required');
+  if (!Array.isArray(resources) || resources.length === 0 || resources.some((r) => typeof r !== 'string')) {
+    throw new TypeError('resources must be a non-empty array of strings');
+  }
+  return { ...opts, resources, namespace: opts.namespace ?? 'default' };
+}
+
+// Opens the lease's own connection (from a config object or string, or a
+// function returning an unconnected pg.Client) and registers the types.
+async function leaseClient(connection) {
+  if (typeof connection === 'function') return connect(await connection());
+  return connect(connection);
+}
+
+function missingFeature(err, what) {
+  if (err && err.code === '42883') {
+    const e = new Error(`${what} needs fencing 1.5 in this database: ALTER EXTENSION fencing UPDATE`);
+    e.code = '55000';
+    e.cause = err;
+    return e;
+  }
+  return err;
+}
+
+function setTimeoutMs(client, ms) {
+  return client.query(`SELECT pg_catalog.set_config('statement_timeout', $1, false)`,
+    [String(Math.max(1, Math.floor(ms)))]);
+}
+
+async function acquireImpl(connection, opts, resources, required) {
+  const o = leaseOptions(opts, resources);
+  const client = await leaseClient(connection);
+  let tokens;
+  let sentAt;
+  let ext;
+  try {
+    ext = await extSchema(client);
+    // The acquire is bounded by its wait plus a margin, whatever blocks it.
+    await setTimeoutMs(client, (o.wait ?? 0) + (o.acquireMargin ?? 5000));
+    sentAt = performance.now();
+    if (resources.length === 1 && !o.all) {
+      const r = await client.query(
+        `SELECT ${ext}.fencing_acquire($1, $2, $3::interval, $4::interval, $5) AS t`,
+        [resources[0], o.holder, interval(o.ttl), interval(o.wait), o.namespace]);
+      tokens = r.rows[0].t === null ? null : [r.rows[0].t];
+    } else {
+      const r = await client.query(
+        `SELECT ${ext}.fencing_acquire_all($1::text[], $2, $3::interval, $4::interval, $5) AS t`,
+        [resources, o.holder, interval(o.ttl), interval(o.wait), o.namespace]).catch((err) => {
+        throw missingFeature(err, 'fencing_acquire_all()');
+      });
+      tokens = r.rows[0].t;
+    }
+    // Renewal and release must not wait on anything the application does:
+    // they run on this connection only, each bounded by this timeout.
+    await setTimeoutMs(client, o.statementTimeout ?? o.ttl / 3);
+  } catch (err) {
+    await client.end().catch(() => {});
+    if (err && err.code === '57014') tokens = null; // cancelled: nothing acquired
+    else throw typedError(err);
+  }
+  if (tokens === null) {
+    await client.end().catch(() => {});
+    if (required) throw new LeaseNotAcquiredError(`lease on ${resources.join(', ')} not acquired`, { resources });
+    return null;
+  }
+  const lease = new Lease(client, o, tokens, sentAt);
+  lease._ext = ext;
+  return lease;
+}
+
+/**
+ * Acquires a lease on one resource: opts { resource, holder, ttl (ms),
+ * wait (ms, optional), namespace, renewEvery, jitter, safety, onLost }.
+ * Throws LeaseNotAcquiredError when another holder keeps it past `wait`.
+ */
+Lease.acquire = function acquire(connection, opts) {
+  return acquireImpl(connection, opts, [opts && opts.resource], true);
+};
+
+/** As Lease.acquire, but resolves to null when the lease was not acquired. */
+Lease.tryAcquire = function tryAcquire(connection, opts) {
+  return acquireImpl(connection, opts, [opts && opts.resource], false);
+};
+
+/**
+ * Acquires several resources at once, all or none (fencing_acquire_all):
+ * opts as Lease.acquire with `resources` (string[]) instead of `resource`.
+ * One Lease renews them all; lease.tokens[i] is resources[i]'s token.
+ */
+Lease.acquireAll = function acquireAll(connection, opts) {
+  return acquireImpl(connection, { ...opts, all: true }, opts && opts.resources, opts ? opts.required !== false : true);
+};
+
+/** Runs fn(lease) under a lease and releases it afterwards, whatever happens. */
+async function withLease(connection, opts, fn) {
+  const lease = await Lease.acquire(connection, opts);
+  try {
+    return await fn(lease);
+  } finally {
+    await lease.release();
+  }
+}
+
+// ---------------------------------------------------------------- writing under a token
+
+/**
+ * Runs fn(client) inside BEGIN ... COMMIT with fencing.token set for that
+ * transaction only (set_config(..., true), i.e. SET LOCAL), so none of its
+ * statements can run unfenced and the token cannot outlive it on the
+ * connection. `tokenOrLease` is a token or a Lease: a lost lease is refused
+ * before BEGIN and again before COMMIT (LeaseLostError, rolled back). TF001
+ * and TF002 come back as StaleTokenError and TokenRequiredError.
+ */
+async function withToken(client, tokenOrLease, fn) {
+  refuseBinary(client);
+  await register(client);
+  const lease = tokenOrLease instanceof Lease ? tokenOrLease : null;
+  const token = tokenText(lease ? lease.token : tokenOrLease);
+  if (lease) lease.throwIfLost();
+  if (client[TX_STATUS] !== 'I') {
+    throw new Error('pg-fencing: withToken() needs a client outside a transaction (its COMMIT would end yours)');
+  }
+  await client.query('BEGIN');
+  try {
+    const r = await client.query(`SELECT pg_catalog.set_config('fencing.token', $1, true) AS t`, [token]);
+    if (r.rows[0].t !== token) throw new Error(`pg-fencing: fencing.token did not take ${token}`);
+    const result = await fn(client);
+    if (lease) lease.throwIfLost();
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch(() => {});
+    throw typedError(err);
+  }
+}
+
+async function tableInfo(client, table) {
+  const r = await client.query(
+    `SELECT n.nspname AS schema, c.relname AS table, p.strict
+       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+       LEFT JOIN fencing_protected p ON p.table_name OPERATOR(pg_catalog.=) c.oid
+      WHERE c.oid OPERATOR(pg_catalog.=) $1::regclass`, [table]);
+  return r.rows[0] || {};
+}
+
+// 0 rows from a fenced_*() call: stale (the key's HWM refuses the token) or
+// no such row. The write was already judged atomically; this second read
+// only names the reason.
+async function diagnoseZero(client, table, token, key, what) {
+  const h = await client.query('SELECT fencing_high_water($1::regclass, $2::jsonb) AS hwm', [table, JSON.stringify(key)]);
+  const hwm = h.rows[0].hwm === null ? null : BigInt(h.rows[0].hwm);
+  const offered = BigInt(token);
+  if (hwm === null) return;
+  const info = await tableInfo(client, table);
+  const strict = info.strict === true;
+  if (hwm > offered || (strict && hwm === offered)) {
+    throw new StaleTokenError(`${what}: stale fencing token for table ${info.table}`, {
+      schema: info.schema, table: info.table, key, offered, hwm, strict,
+    });
+  }
+}
+
+// The primary key columns' values of a row object.
+async function primaryKeyOf(client, table, row) {
+  const r = await client.query(
+    `SELECT a.attname AS name
+       FROM pg_catalog.pg_index i
+       JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid AND a.attnum OPERATOR(pg_catalog.=) ANY (i.indkey)
+      WHERE i.indrelid OPERATOR(pg_catalog.=) $1::regclass AND i.indisprimary`, [table]);
+  const key = {};
+  for (const { name } of r.rows) key[name] = row[name];
+  return key;
+}
+
+function rowsWritten(r) {
+  return Number(r.rows[0].n);
+}
+
+async function fencedCall(client, sql, params, what, diagnose) {
+  refuseBinary(client);
+  let r;
+  try {
+    r = await client.query(sql, params);
+  } catch (err) {
+    throw typedError(err);
+  }
+  const n = rowsWritten(r);
+  if (n === 0 && diagnose) await diagnose();
+  return n;
+}
+
+/**
+ * fenced_update(table, token, key, changes): the number of rows written.
+ * 0 rows because the token is stale throws StaleTokenError; 0 rows because
+ * there is no such row returns 0 (opts.staleAsZero: return 0 for both).
+ */
+function fencedUpdate(client, table, token, key, changes, opts = {}) {
+  const t = tokenText(token);
+  return fencedCall(client, 'SELECT fenced_update($1::regclass, $2, $3::jsonb, $4::jsonb)::text AS n',
+    [table, t, JSON.stringify(key), JSON.stringify(changes)], 'fenced_update',
+    opts.staleAsZero ? null : () => diagnoseZero(client, table, t, key, 'fenced_update'));
+}
+
+/** fenced_delete(table, token, key): as fencedUpdate. */
+function fencedDelete(client, table, token, key, opts = {}) {
+  const t = tokenText(token);
+  return fencedCall(client, 'SELECT fenced_delete($1::regclass, $2, $3::jsonb)::text AS n',
+    [table, t, JSON.stringify(key)], 'fenced_delete',
+    opts.staleAsZero ? null : () => diagnoseZero(client, table, t, key, 'fenced_delete'));
+}
+
+/**
+ * fenced_upsert(table, token, row): 1 when written; 0 when the stored row's
+ * HWM refuses the token, which throws StaleTokenError (key: opts.key, the
+ * row's primary key, by default read from the row by the table's primary
+ * key columns).
+ */
+function fencedUpsert(client, table, token, row, opts = {}) {
+  const t = tokenText(token);
+  return fencedCall(client, 'SELECT fenced_upsert($1::regclass, $2, $3::jsonb)::text AS n',
+    [table, t, JSON.stringify(row)], 'fenced_upsert',
+    opts.staleAsZero ? null : async () => diagnoseZero(client, table, t, opts.key ?? (await primaryKeyOf(client, table, row)), 'fenced_upsert'));
+}
+
+/** fencing_check(resource, token, namespace): whether the token is still current. A check, not a fence. */
+async function check(client, resource, token, namespace = 'default') {
+  try {
+    const r = await client.query('SELECT fencing_check($1, $2, $3) AS ok', [resource, tokenText(token), namespace]);
+    return r.rows[0].ok === true;
+  } catch (err) {
+    throw missingFeature(err, 'fencing_check()');
+  }
+}
+
+module.exports = {
+  MAX_TOKEN,
+  StaleTokenError,
+  TokenRequiredError,
+  LeaseLostError,
+  LeaseNotAcquiredError,
+  Lease,
+  acquire: Lease.acquire,
+  tryAcquire: Lease.tryAcquire,
+  acquireAll: Lease.acquireAll,
+  withLease,
+  withToken,
+  fencedUpdate,
+  fencedDelete,
+  fencedUpsert,
+  check,
+  connect,
+  register,
+  tokenOids,
+  typesFor,
+  typedError,
+  parseStaleDetail,
+  tokenText,
+  parseToken,
+  parseTokenArray,
+  sleep,
+};
