@@ -578,50 +578,74 @@ function rowsWritten(r) {
   return Number(r.rows[0].n);
 }
 
-async function fencedCall(client, sql, params, what, diagnose) {
+const RESULT_FNS = Symbol('pg-fencing.resultFunctions');
+
+// Whether the database has fenced_*_result() (fencing 1.5), which report
+// stale rows and their HWM in the same call; cached per client.
+async function hasResultFunctions(client) {
+  if (client[RESULT_FNS] === undefined) {
+    const r = await client.query(`SELECT pg_catalog.count(*) OPERATOR(pg_catalog.=) 3 AS ok
+        FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) p.pronamespace
+       WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'
+         AND p.proname OPERATOR(pg_catalog.=) ANY ('{fenced_update_result,fenced_delete_result,fenced_upsert_result}')`);
+    client[RESULT_FNS] = r.rows[0].ok === true;
+  }
+  return client[RESULT_FNS];
+}
+
+// One fenced_*() call. With fenced_*_result() a stale refusal is told from a
+// missing row by the call itself; without it (an older extension version),
+// 0 rows are diagnosed by a second read.
+async function fencedCall(client, fn, args, params, token, opts, keyOf) {
   refuseBinary(client);
-  let r;
   try {
-    r = await client.query(sql, params);
+    if (await hasResultFunctions(client)) {
+      const r = await client.query(`SELECT written::text AS n, stale::text AS stale, hwm::text AS hwm FROM ${fn}_result(${args})`, params);
+      const row = r.rows[0];
+      if (BigInt(row.stale) > 0n && !opts.staleAsZero) {
+        const info = await tableInfo(client, params[0]);
+        throw new StaleTokenError(`${fn}: stale fencing token for table ${info.table}`, {
+          schema: info.schema, table: info.table, key: await keyOf(), offered: BigInt(token),
+          hwm: row.hwm === null ? null : BigInt(row.hwm), strict: info.strict === true,
+        });
+      }
+      return Number(row.n);
+    }
+    const r = await client.query(`SELECT ${fn}(${args})::text AS n`, params);
+    const n = rowsWritten(r);
+    if (n === 0 && !opts.staleAsZero) await diagnoseZero(client, params[0], token, await keyOf(), fn);
+    return n;
   } catch (err) {
     throw typedError(err);
   }
-  const n = rowsWritten(r);
-  if (n === 0 && diagnose) await diagnose();
-  return n;
 }
 
 /**
  * fenced_update(table, token, key, changes): the number of rows written.
- * 0 rows because the token is stale throws StaleTokenError; 0 rows because
- * there is no such row returns 0 (opts.staleAsZero: return 0 for both).
+ * A stale token throws StaleTokenError; no such row returns 0
+ * (opts.staleAsZero: 0 for both).
  */
 function fencedUpdate(client, table, token, key, changes, opts = {}) {
   const t = tokenText(token);
-  return fencedCall(client, 'SELECT fenced_update($1::regclass, $2, $3::jsonb, $4::jsonb)::text AS n',
-    [table, t, JSON.stringify(key), JSON.stringify(changes)], 'fenced_update',
-    opts.staleAsZero ? null : () => diagnoseZero(client, table, t, key, 'fenced_update'));
+  return fencedCall(client, 'fenced_update', '$1::regclass, $2, $3::jsonb, $4::jsonb',
+    [table, t, JSON.stringify(key), JSON.stringify(changes)], t, opts, async () => key);
 }
 
 /** fenced_delete(table, token, key): as fencedUpdate. */
 function fencedDelete(client, table, token, key, opts = {}) {
   const t = tokenText(token);
-  return fencedCall(client, 'SELECT fenced_delete($1::regclass, $2, $3::jsonb)::text AS n',
-    [table, t, JSON.stringify(key)], 'fenced_delete',
-    opts.staleAsZero ? null : () => diagnoseZero(client, table, t, key, 'fenced_delete'));
+  return fencedCall(client, 'fenced_delete', '$1::regclass, $2, $3::jsonb',
+    [table, t, JSON.stringify(key)], t, opts, async () => key);
 }
 
 /**
- * fenced_upsert(table, token, row): 1 when written; 0 when the stored row's
- * HWM refuses the token, which throws StaleTokenError (key: opts.key, the
- * row's primary key, by default read from the row by the table's primary
- * key columns).
+ * fenced_upsert(table, token, row): 1 when written; a stale token throws
+ * StaleTokenError (its key: opts.key, else the row's primary key columns).
  */
 function fencedUpsert(client, table, token, row, opts = {}) {
   const t = tokenText(token);
-  return fencedCall(client, 'SELECT fenced_upsert($1::regclass, $2, $3::jsonb)::text AS n',
-    [table, t, JSON.stringify(row)], 'fenced_upsert',
-    opts.staleAsZero ? null : async () => diagnoseZero(client, table, t, opts.key ?? (await primaryKeyOf(client, table, row)), 'fenced_upsert'));
+  return fencedCall(client, 'fenced_upsert', '$1::regclass, $2, $3::jsonb',
+    [table, t, JSON.stringify(row)], t, opts, async () => opts.key ?? (await primaryKeyOf(client, table, row)));
 }
 
 /** fencing_check(resource, token, namespace): whether the token is still current. A check, not a fence. */

@@ -32,9 +32,16 @@ node test/run.js || rc=$?
 # The tarball installs into an empty project and loads.
 if npm pack --silent --pack-destination "$WORK" >"$WORK/pack.log" 2>&1 &&
     mkdir "$WORK/app" && cd "$WORK/app" && npm init -y >/dev/null &&
-    npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz "$HERE/node_modules/pg" >"$WORK/install.log" 2>&1 &&
+    npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz pg@8.13.1 >"$WORK/install.log" 2>&1 &&
     node -e "const f = require('pg-fencing'); process.exit(typeof f.Lease.acquire === 'function' && f.MAX_TOKEN === 9223372036854775807n ? 0 : 1)"; then
     echo "ok - npm pack: the tarball installs into an empty project and loads"
+    cp "$HERE/example.js" . && if node example.js >"$WORK/example.out" 2>&1 && grep -q '^refused: pgf_example Key (item)=(SKU-1): offered 0' "$WORK/example.out"; then
+        echo "ok - example.js runs from the installed tarball: $(tr '\n' ' ' <"$WORK/example.out")"
+    else
+        sed 's/^/# /' "$WORK/example.out"
+        echo "not ok - example.js runs from the installed tarball"
+        rc=1
+    fi
 else
     cat "$WORK/pack.log" "$WORK/install.log" 2>/dev/null
     echo "not ok - npm pack: the tarball installs into an empty project and loads"

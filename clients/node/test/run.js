@@ -71,6 +71,10 @@ async function testAcquire(app) {
   ok(err instanceof LeaseNotAcquiredError && err instanceof Error, 'a second holder gets LeaseNotAcquiredError after its wait', err && err.message);
   ok(waited >= 250 && waited < 3000, `... after waiting about its 300 ms wait (${waited} ms)`);
   ok(await fencing.tryAcquire({}, { resource, holder: 'b', ttl: 5000 }) === null, 'tryAcquire resolves to null while the lease is held');
+  if (await hasFunction(app, 'fencing_check')) {
+    const again = (await app.query("SELECT fencing_acquire($1, 'a', '5 s') AS t", [resource])).rows[0].t;
+    ok(again === lease.token, `re-acquire by the same holder returns its live token (${again})`);
+  }
   ok(!lease.lost.aborted, 'the lease is not lost while held');
   ok(await lease.release() === true, 'release() ends the lease on the server');
   ok(lease.lost.aborted && lease.lostReason === 'released', 'after release the signal is aborted (reason: released)');
@@ -211,6 +215,8 @@ async function testFencedCalls(app) {
   const e3 = await caught(() => fencing.fencedDelete(app, t, 4n, { item: 'x' }));
   ok(e3 instanceof StaleTokenError && e3.offered === 4n, 'a stale fencedDelete throws StaleTokenError', e3 && e3.message);
   ok(await fencing.fencedDelete(app, t, 12n, { item: 'x' }) === 1, 'fencedDelete with a current token deletes 1 row');
+  const how = (await hasFunction(app, 'fenced_update_result')) ? 'fenced_*_result() in the same call' : 'a second read (no fenced_*_result() here)';
+  console.log(`# stale was told from missing by ${how}`);
   const r = await app.query(`SELECT count(*)::int AS c, fencing_high_water('${t}', '{"item": "x"}') AS hwm FROM ${t}`);
   ok(r.rows[0].c === 0 && r.rows[0].hwm === 12n, 'the tombstone keeps HWM 12 (a BigInt)', r.rows[0]);
 }

@@ -1,0 +1,132 @@
+// Type declarations for pg-fencing (plain JavaScript, index.js).
+import { EventEmitter } from 'events';
+import type { Client, ClientConfig, CustomTypesConfig } from 'pg';
+
+/** 9223372036854775807n, the largest fencing token. */
+export const MAX_TOKEN: bigint;
+
+/** What a token parameter may be: a BigInt, a safe integer Number, a decimal string, or a Lease (its token). */
+export type TokenLike = bigint | number | string | Lease;
+
+/** Where a lease's own connection comes from: a pg config, a connection string, or a factory of unconnected clients. */
+export type Connection = ClientConfig | string | (() => Client | Promise<Client>);
+
+/** TF001: a write offered a token below the high-water mark (or equal to it, in strict mode). */
+export class StaleTokenError extends Error {
+  code: 'TF001';
+  /** From the error's schema field (or the table's, for a fenced_*() call). */
+  schema: string | null;
+  /** From the error's table field. */
+  table: string | null;
+  /** DETAIL's key text ("Key (id)=(5)", "Resource 'r' (namespace 'default')", "Table-wide"); for fenced_*() calls the key object. */
+  key: string | Record<string, unknown> | null;
+  offered: bigint | null;
+  hwm: bigint | null;
+  strict: boolean | null;
+  detail: string | null;
+  hint: string | null;
+}
+
+/** TF002: a protected table was written without a transaction-level token. */
+export class TokenRequiredError extends Error {
+  code: 'TF002';
+  schema: string | null;
+  table: string | null;
+  detail: string | null;
+  hint: string | null;
+}
+
+/** The lease was lost (a renewal refused or late) or released. */
+export class LeaseLostError extends Error {
+  code: 'LEASE_LOST';
+  resources: string[] | null;
+  tokens: bigint[] | null;
+  reason: string | null;
+}
+
+/** acquire() did not get the lease within its wait. */
+export class LeaseNotAcquiredError extends Error {
+  code: 'LEASE_NOT_ACQUIRED';
+  resources: string[] | null;
+}
+
+export interface LeaseOptions {
+  holder: string;
+  /** Lease time to live, milliseconds. */
+  ttl: number;
+  /** How long acquire waits for a held lease, milliseconds (default: not at all). */
+  wait?: number;
+  namespace?: string;
+  /** Renewal period, ms (default ttl / 3), spread by ±jitter. */
+  renewEvery?: number;
+  /** Fraction of renewEvery (default 0.2). */
+  jitter?: number;
+  /** The lost signal fires this many ms before the TTL would end without a renewal (default ttl / 5). */
+  safety?: number;
+  /** statement_timeout of the lease's connection for renew and release, ms (default ttl / 3). */
+  statementTimeout?: number;
+  /** Added to wait as the acquire's statement_timeout, ms (default 5000). */
+  acquireMargin?: number;
+  onLost?: (err: LeaseLostError) => void;
+}
+
+export class Lease extends EventEmitter {
+  /** The lease's own connection (renewals and release). */
+  readonly client: Client;
+  readonly resources: string[];
+  readonly holder: string;
+  readonly namespace: string;
+  readonly ttl: number;
+  /** tokens[0]. */
+  readonly token: bigint;
+  /** One per resource, in the order of resources. */
+  readonly tokens: bigint[];
+  /** Aborts (reason: a LeaseLostError) when the lease is lost or released. */
+  readonly lost: AbortSignal;
+  readonly isLost: boolean;
+  readonly lostReason: string | null;
+  readonly renewals: number;
+  throwIfLost(): void;
+  remaining(): number;
+  release(): Promise<boolean>;
+  close(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<boolean>;
+  transaction<T>(client: Client, fn: (client: Client) => Promise<T>): Promise<T>;
+  on(event: 'lost', listener: (err: LeaseLostError) => void): this;
+  on(event: 'renewed', listener: (renewals: number) => void): this;
+  on(event: 'error', listener: (err: Error) => void): this;
+
+  static acquire(connection: Connection, opts: LeaseOptions & { resource: string }): Promise<Lease>;
+  static tryAcquire(connection: Connection, opts: LeaseOptions & { resource: string }): Promise<Lease | null>;
+  /** All or none (fencing_acquire_all); resolves to null only with required: false. */
+  static acquireAll(connection: Connection, opts: LeaseOptions & { resources: string[]; required?: boolean }): Promise<Lease | null>;
+}
+
+export const acquire: typeof Lease.acquire;
+export const tryAcquire: typeof Lease.tryAcquire;
+export const acquireAll: typeof Lease.acquireAll;
+export function withLease<T>(connection: Connection, opts: LeaseOptions & { resource: string }, fn: (lease: Lease) => Promise<T>): Promise<T>;
+
+export function withToken<T>(client: Client, tokenOrLease: TokenLike, fn: (client: Client) => Promise<T>): Promise<T>;
+
+export interface FencedOptions {
+  /** Return 0 for a stale token instead of throwing StaleTokenError. */
+  staleAsZero?: boolean;
+}
+export function fencedUpdate(client: Client, table: string, token: TokenLike, key: object, changes: object, opts?: FencedOptions): Promise<number>;
+export function fencedDelete(client: Client, table: string, token: TokenLike, key: object, opts?: FencedOptions): Promise<number>;
+export function fencedUpsert(client: Client, table: string, token: TokenLike, row: object, opts?: FencedOptions & { key?: object }): Promise<number>;
+/** fencing_check(): whether token is still current for resource. A check, not a fence. */
+export function check(client: Client, resource: string, token: TokenLike, namespace?: string): Promise<boolean>;
+
+export interface TokenOids { oid: number; arrayOid: number; }
+export function connect(config?: ClientConfig | string | Client): Promise<Client>;
+export function register(client: Client): Promise<TokenOids>;
+export function tokenOids(client: Client): Promise<TokenOids>;
+export function typesFor(oids: TokenOids, base?: CustomTypesConfig): CustomTypesConfig;
+export function typedError(err: unknown): unknown;
+export function parseStaleDetail(detail: string | null | undefined): { key: string; offered: bigint; hwm: bigint; strict: boolean } | null;
+export function tokenText(value: TokenLike): string;
+export function parseToken(text: string | null): bigint | null;
+export function parseTokenArray(text: string | null): (bigint | null)[] | null;
+export function sleep(ms: number): Promise<void>;
