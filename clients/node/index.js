@@ -94,16 +94,20 @@ function parseStaleDetail(detail) {
  */
 function typedError(err) {
   if (!err || typeof err !== 'object') return err;
+  // node-postgres names the fields schema and table; postgres (porsager)
+  // schema_name and table_name.
+  const schema = err.schema ?? err.schema_name;
+  const table = err.table ?? err.table_name;
   if (err.code === STALE_TOKEN && !(err instanceof StaleTokenError)) {
     const d = parseStaleDetail(err.detail) || {};
     return new StaleTokenError(err.message, {
-      schema: err.schema, table: err.table, key: d.key, offered: d.offered, hwm: d.hwm,
+      schema, table, key: d.key, offered: d.offered, hwm: d.hwm,
       strict: d.strict, detail: err.detail, hint: err.hint, cause: err,
     });
   }
   if (err.code === TOKEN_REQUIRED && !(err instanceof TokenRequiredError)) {
     return new TokenRequiredError(err.message, {
-      schema: err.schema, table: err.table, detail: err.detail, hint: err.hint, cause: err,
+      schema, table, detail: err.detail, hint: err.hint, cause: err,
     });
   }
   return err;

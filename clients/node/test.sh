@@ -2,11 +2,15 @@
 # pg-fencing's test suite (suite "client-node" of test/run-all.sh): installs the
 # pinned dependencies (npm ci: package-lock.json), starts a scratch cluster of
 # its own with the installed extension (test/cluster.sh, run as postgres under
-# root, private port and socket directory), runs test/run.js (TAP lines) and
-# packs the npm tarball. Stops and removes the cluster on exit.
+# root, private port and socket directory), and runs
+#   test/run.js       the library, in a database with the default SQL version
+#   test/run.js       again, in a database with SQL version 1.4 ("[SQL 1.4]")
+#   test/drivers.js   what docs/clients.md says of postgres (porsager) and Sequelize
+#   npm pack          the tarball installed into an empty project, example.js run
+# as one stream of TAP lines ("ok N - ..."). Stops and removes the cluster on exit.
 #
 #   CLIENT_NODE_PGPORT   the scratch cluster's port (default 55445)
-set -euo pipefail
+set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 export FENCING_PGPORT=${CLIENT_NODE_PGPORT:-55445}
@@ -19,32 +23,56 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cd "$HERE"
-npm ci --no-audit --no-fund --prefer-offline >"$WORK/npm.log" 2>&1 || { cat "$WORK/npm.log"; exit 1; }
-"$REPO/test/cluster.sh" stop
-"$REPO/test/cluster.sh" start
-eval "$("$REPO/test/cluster.sh" env)"
-psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION fencing' >/dev/null
-
+n=0
 rc=0
-node test/run.js || rc=$?
-
-# The tarball installs into an empty project and loads.
-if npm pack --silent --pack-destination "$WORK" >"$WORK/pack.log" 2>&1 &&
-    mkdir "$WORK/app" && cd "$WORK/app" && npm init -y >/dev/null &&
-    npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz pg@8.13.1 >"$WORK/install.log" 2>&1 &&
-    node -e "const f = require('pg-fencing'); process.exit(typeof f.Lease.acquire === 'function' && f.MAX_TOKEN === 9223372036854775807n ? 0 : 1)"; then
-    echo "ok - npm pack: the tarball installs into an empty project and loads"
-    cp "$HERE/example.js" . && if node example.js >"$WORK/example.out" 2>&1 && grep -q '^refused: pgf_example Key (item)=(SKU-1): offered 0' "$WORK/example.out"; then
-        echo "ok - example.js runs from the installed tarball: $(tr '\n' ' ' <"$WORK/example.out")"
-    else
-        sed 's/^/# /' "$WORK/example.out"
-        echo "not ok - example.js runs from the installed tarball"
+# step DESCRIPTION COMMAND...: the command's "ok N - " / "not ok N - " lines,
+# renumbered into one stream; a failing exit without a "not ok" line is one.
+step() {
+    local what=$1 line bad=0 status
+    shift
+    "$@" >"$WORK/step.out" 2>&1
+    status=$?
+    while IFS= read -r line; do
+        case $line in
+            "ok "*) n=$((n + 1)); echo "ok $n - ${line#* - }" ;;
+            "not ok "*) n=$((n + 1)); bad=1; echo "not ok $n - ${line#* - }" ;;
+            *) echo "# $line" ;;
+        esac
+    done <"$WORK/step.out"
+    if [ $status -ne 0 ]; then
         rc=1
+        [ $bad -eq 0 ] && { n=$((n + 1)); echo "not ok $n - $what: exited with status $status"; }
     fi
-else
-    cat "$WORK/pack.log" "$WORK/install.log" 2>/dev/null
-    echo "not ok - npm pack: the tarball installs into an empty project and loads"
-    rc=1
-fi
+}
+
+cd "$HERE" || exit 1
+npm ci --no-audit --no-fund --prefer-offline >"$WORK/npm.log" 2>&1 || { cat "$WORK/npm.log"; echo "not ok 1 - npm ci"; exit 1; }
+"$REPO/test/cluster.sh" stop
+"$REPO/test/cluster.sh" start || { echo "not ok 1 - scratch cluster"; exit 1; }
+eval "$("$REPO/test/cluster.sh" env)"
+psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE EXTENSION fencing' >/dev/null || exit 1
+# The library must work while an older SQL version is installed: 1.4 has no
+# fenced_*_result(), fencing_acquire_all() or fencing_check().
+psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE DATABASE sql14' >/dev/null || exit 1
+psql -X -q -v ON_ERROR_STOP=1 -d sql14 -c "CREATE EXTENSION fencing VERSION '1.4'" >/dev/null || exit 1
+
+step run.js node test/run.js
+step "run.js (SQL 1.4)" env PGDATABASE=sql14 TEST_LABEL="[SQL 1.4]" node test/run.js
+step drivers.js node test/drivers.js
+
+# The tarball installs into an empty project, loads, and runs the example.
+pack() {
+    npm pack --silent --pack-destination "$WORK" >"$WORK/pack.log" 2>&1 &&
+        mkdir "$WORK/app" && cd "$WORK/app" && npm init -y >/dev/null &&
+        npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz pg@8.13.1 >"$WORK/install.log" 2>&1 ||
+        { cat "$WORK/pack.log" "$WORK/install.log"; echo "not ok 1 - npm pack: the tarball installs into an empty project"; return 1; }
+    echo "ok 1 - npm pack: the tarball installs into an empty project ($(tar -tzf "$WORK"/pg-fencing-*.tgz | tr '\n' ' '))"
+    cp "$HERE/example.js" . && node example.js >"$WORK/example.out" 2>&1 &&
+        grep -q '^refused: pgf_example Key (item)=(SKU-1): offered 0' "$WORK/example.out" ||
+        { cat "$WORK/example.out"; echo "not ok 2 - example.js runs from the installed tarball"; return 1; }
+    echo "ok 2 - example.js runs from the installed tarball: $(tr '\n' ' ' <"$WORK/example.out")"
+}
+step "npm pack" pack
+cd "$HERE" || exit 1
+echo "1..$n"
 exit $rc

@@ -11,11 +11,12 @@ const { MAX_TOKEN, StaleTokenError, TokenRequiredError, LeaseLostError, LeaseNot
 let n = 0;
 let failures = 0;
 const RUN = `${process.pid}-${Date.now()}`;
+const LABEL = process.env.TEST_LABEL ? `${process.env.TEST_LABEL} ` : '';
 
 function ok(cond, what, diag) {
   n += 1;
   if (!cond) failures += 1;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${what}`);
+  console.log(`${cond ? 'ok' : 'not ok'} ${n} - ${LABEL}${what}`);
   if (!cond && diag !== undefined) {
     const text = typeof diag === 'string' ? diag : JSON.stringify(diag, (k, v) => (typeof v === 'bigint' ? `${v}n` : v));
     for (const line of text.split('\n')) console.log(`# ${line}`);
@@ -335,7 +336,6 @@ async function main() {
     }
   }
   await app.end();
-  console.log(`1..${n}`);
   process.exit(failures === 0 ? 0 : 1);
 }
 
