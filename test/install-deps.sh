@@ -44,7 +44,7 @@ case "${1:-full}" in
     demo) PACKAGES=("${DEMO[@]}") ;;
     full)
         PACKAGES=("${DEMO[@]}" "${FULL_ONLY[@]}")
-        # Node.js and npm for examples/node, from Debian (nodejs 18, npm 9) unless a
+        # Node.js and npm for examples/node and clients/node, from Debian (nodejs 18, npm 9) unless a
         # node with npm is already installed (another nodejs package, e.g.
         # NodeSource's, ships its own npm and conflicts with Debian's npm package).
         if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

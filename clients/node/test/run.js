@@ -132,6 +132,20 @@ async function testLostBeforeTtl(app) {
   await lease.release();
 }
 
+// A renewal the server refuses (the lease ended behind the holder's back).
+async function testRefused(app) {
+  const resource = `refused-${RUN}`;
+  const lease = await fencing.acquire({}, { resource, holder: 'r', ttl: 3000 });
+  const lost = new Promise((resolve) => lease.once('lost', (err) => resolve({ at: Date.now(), err })));
+  const t0 = Date.now();
+  await app.query('SELECT fencing_release($1, $2)', [resource, fencing.tokenText(lease.token)]);
+  const { at, err } = await lost;
+  ok(err instanceof LeaseLostError && /refused/.test(err.reason) && lease.lost.aborted,
+    `a renewal the server refuses fires the lost signal at its next renewal (${at - t0} ms after the lease ended, TTL 3000)`, err && err.reason);
+  ok(at - t0 < 2000, '... at the next renewal, not at the TTL');
+  await lease.release();
+}
+
 // A real pause: the holder in a child process, SIGSTOP past the TTL.
 async function testPause(app) {
   const resource = `pause-${RUN}`;
@@ -326,7 +340,7 @@ async function testCheckOld(app) {
 async function main() {
   const app = await fencing.connect({});
   await app.query('SET client_min_messages = warning');
-  const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testPause, testCarriage,
+  const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testRefused, testPause, testCarriage,
     testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld];
   for (const step of steps) {
     try {
