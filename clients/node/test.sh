@@ -6,6 +6,7 @@
 #   test/run.js       the library, in a database with the default SQL version
 #   test/run.js       again, in a database with SQL version 1.4 ("[SQL 1.4]")
 #   test/drivers.js   what docs/clients.md says of postgres (porsager) and Sequelize
+#   tsc               index.d.ts against test/types.ts (tsc --noEmit --strict)
 #   npm pack          the tarball installed into an empty project, example.js run
 # as one stream of TAP lines ("ok N - ..."). Stops and removes the cluster on exit.
 #
@@ -59,6 +60,11 @@ psql -X -q -v ON_ERROR_STOP=1 -d sql14 -c "CREATE EXTENSION fencing VERSION '1.4
 step run.js node test/run.js
 step "run.js (SQL 1.4)" env PGDATABASE=sql14 TEST_LABEL="[SQL 1.4]" node test/run.js
 step drivers.js node test/drivers.js
+types() {
+    npx --no-install tsc -p tsconfig.json || { echo "not ok 1 - index.d.ts: tsc --strict rejects test/types.ts"; return 1; }
+    echo "ok 1 - index.d.ts: test/types.ts, written against the API, type-checks with tsc --strict"
+}
+step "tsc" types
 
 # The tarball installs into an empty project, loads, and runs the example.
 pack() {
