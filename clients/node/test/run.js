@@ -88,7 +88,7 @@ async function testAcquire(app) {
 
 async function testHeartbeat(app) {
   const resource = `hb-${RUN}`;
-  const ttl = 900;
+  const ttl = 1500;
   const lease = await fencing.acquire({}, { resource, holder: 'hb', ttl });
   let lostEvents = 0;
   lease.on('lost', () => { lostEvents += 1; });
@@ -97,7 +97,7 @@ async function testHeartbeat(app) {
   await fencing.sleep(ttl * 4);
   const row = await leaseRow(app, resource);
   ok(!lease.lost.aborted && lostEvents === 0, `heartbeat: the lease is held past 4 TTLs (${ttl * 4} ms), no lost signal`, { reason: lease.lostReason });
-  ok(lease.renewals >= 8, `... renewed ${lease.renewals} times in the background (every ~ttl/3, with jitter)`);
+  ok(lease.renewals >= 6, `... renewed ${lease.renewals} times in the background (every ~ttl/3, with jitter)`);
   const gaps = renewedAt.slice(1).map((t, i) => t - renewedAt[i]);
   ok(gaps.length > 2 && new Set(gaps).size > 1, `... at jittered intervals (${gaps.join(', ')} ms)`);
   ok(row.live === true && row.token === lease.token && row.expires_ms > Date.now(), 'the server still holds it live, with the first token', row);
@@ -315,14 +315,14 @@ async function testAcquireAll(app) {
       'acquireAll on an extension without fencing_acquire_all(): 55000, "ALTER EXTENSION fencing UPDATE"', e && e.message);
     return;
   }
-  const m = await fencing.acquireAll({}, { resources: rs, holder: 'm', ttl: 900 });
+  const m = await fencing.acquireAll({}, { resources: rs, holder: 'm', ttl: 1500 });
   ok(m.tokens.length === 3 && m.tokens.every((t) => typeof t === 'bigint' && t > 0n), `acquireAll: three tokens ${m.tokens.join(', ')}`);
   const one = await fencing.tryAcquire({}, { resource: rs[1], holder: 'x', ttl: 3000 });
   ok(one === null, 'one of them cannot be taken by another holder');
   const none = await fencing.acquireAll({}, { resources: [`all-d-${RUN}`, rs[2]], holder: 'y', ttl: 3000, required: false });
   const d = await leaseRow(app, `all-d-${RUN}`);
   ok(none === null && (d === undefined || d.live === false), 'acquireAll of a free and a held resource gets none (all or none)', { none: none && none.tokens, d });
-  await fencing.sleep(900 * 3);
+  await fencing.sleep(1500 * 3);
   ok(!m.lost.aborted && m.renewals >= 5, `all three renewed together past 3 TTLs (${m.renewals} renewals)`);
   ok(await fencing.check(app, rs[0], m.tokens[0]) === true, 'check(): the live token is current');
   ok(await fencing.check(app, rs[0], m.tokens[0] - 1n) === false, 'check(): an older token is not');
