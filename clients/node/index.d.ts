@@ -91,7 +91,9 @@ export class Lease extends EventEmitter {
   release(): Promise<boolean>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<boolean>;
-  transaction<T>(client: Client, fn: (client: Client) => Promise<T>): Promise<T>;
+  /** The token of one of the lease's resources (default: the first). */
+  tokenFor(resource?: string): bigint;
+  transaction<T>(client: Client, fn: (client: Client) => Promise<T>, opts?: { resource?: string }): Promise<T>;
   on(event: 'lost', listener: (err: LeaseLostError) => void): this;
   on(event: 'renewed', listener: (renewals: number) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
@@ -107,7 +109,7 @@ export const tryAcquire: typeof Lease.tryAcquire;
 export const acquireAll: typeof Lease.acquireAll;
 export function withLease<T>(connection: Connection, opts: LeaseOptions & { resource: string }, fn: (lease: Lease) => Promise<T>): Promise<T>;
 
-export function withToken<T>(client: Client, tokenOrLease: TokenLike, fn: (client: Client) => Promise<T>): Promise<T>;
+export function withToken<T>(client: Client, tokenOrLease: TokenLike, fn: (client: Client) => Promise<T>, opts?: { resource?: string }): Promise<T>;
 
 export interface FencedOptions {
   /** Return 0 for a stale token instead of throwing StaleTokenError. */

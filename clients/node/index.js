@@ -280,6 +280,14 @@ class Lease extends EventEmitter {
     }
   }
 
+  /** The token of one of the lease's resources (default: the first). */
+  tokenFor(resource) {
+    if (resource === undefined) return this.token;
+    const i = this.resources.indexOf(resource);
+    if (i < 0) throw new RangeError(`the lease holds no resource ${JSON.stringify(resource)}`);
+    return this.tokens[i];
+  }
+
   /** Milliseconds left before the lease may end, by this process's clock (<= 0: lost). */
   remaining() {
     return this._deadline - this.safety - performance.now();
@@ -385,8 +393,8 @@ class Lease extends EventEmitter {
    * Runs fn(client) in a transaction on `client` (the application's, not the
    * lease's) with this lease's token (see withToken); refuses when lost.
    */
-  transaction(client, fn) {
-    return withToken(client, this, fn);
+  transaction(client, fn, opts = {}) {
+    return withToken(client, this, fn, opts);
   }
 }
 if (typeof Symbol.asyncDispose === 'symbol') {
@@ -513,15 +521,16 @@ async function withLease(connection, opts, fn) {
  * Runs fn(client) inside BEGIN ... COMMIT with fencing.token set for that
  * transaction only (set_config(..., true), i.e. SET LOCAL), so none of its
  * statements can run unfenced and the token cannot outlive it on the
- * connection. `tokenOrLease` is a token or a Lease: a lost lease is refused
- * before BEGIN and again before COMMIT (LeaseLostError, rolled back). TF001
+ * connection. `tokenOrLease` is a token or a Lease (opts.resource picks one
+ * of an acquireAll lease's tokens): a lost lease is refused before BEGIN and
+ * again before COMMIT (LeaseLostError, rolled back). TF001
  * and TF002 come back as StaleTokenError and TokenRequiredError.
  */
-async function withToken(client, tokenOrLease, fn) {
+async function withToken(client, tokenOrLease, fn, opts = {}) {
   refuseBinary(client);
   await register(client);
   const lease = tokenOrLease instanceof Lease ? tokenOrLease : null;
-  const token = tokenText(lease ? lease.token : tokenOrLease);
+  const token = tokenText(lease ? lease.tokenFor(opts.resource) : tokenOrLease);
   if (lease) lease.throwIfLost();
   if (client[TX_STATUS] !== 'I') {
     throw new Error('pg-fencing: withToken() needs a client outside a transaction (its COMMIT would end yours)');
@@ -602,6 +611,7 @@ async function hasResultFunctions(client) {
 // 0 rows are diagnosed by a second read.
 async function fencedCall(client, fn, args, params, token, opts, keyOf) {
   refuseBinary(client);
+  if (opts.lease) opts.lease.throwIfLost();
   try {
     if (await hasResultFunctions(client)) {
       const r = await client.query(`SELECT written::text AS n, stale::text AS stale, hwm::text AS hwm FROM ${fn}_result(${args})`, params);
@@ -624,13 +634,20 @@ async function fencedCall(client, fn, args, params, token, opts, keyOf) {
   }
 }
 
+// A Lease passed as the token: its lost state is checked before the call.
+function withLeaseOf(token, opts) {
+  return token instanceof Lease ? { ...opts, lease: token } : opts;
+}
+
 /**
  * fenced_update(table, token, key, changes): the number of rows written.
+ * `token` may be a Lease: a lost one is refused (LeaseLostError).
  * A stale token throws StaleTokenError; no such row returns 0
  * (opts.staleAsZero: 0 for both).
  */
 function fencedUpdate(client, table, token, key, changes, opts = {}) {
   const t = tokenText(token);
+  opts = withLeaseOf(token, opts);
   return fencedCall(client, 'fenced_update', '$1::regclass, $2, $3::jsonb, $4::jsonb',
     [table, t, JSON.stringify(key), JSON.stringify(changes)], t, opts, async () => key);
 }
@@ -638,6 +655,7 @@ function fencedUpdate(client, table, token, key, changes, opts = {}) {
 /** fenced_delete(table, token, key): as fencedUpdate. */
 function fencedDelete(client, table, token, key, opts = {}) {
   const t = tokenText(token);
+  opts = withLeaseOf(token, opts);
   return fencedCall(client, 'fenced_delete', '$1::regclass, $2, $3::jsonb',
     [table, t, JSON.stringify(key)], t, opts, async () => key);
 }
@@ -648,6 +666,7 @@ function fencedDelete(client, table, token, key, opts = {}) {
  */
 function fencedUpsert(client, table, token, row, opts = {}) {
   const t = tokenText(token);
+  opts = withLeaseOf(token, opts);
   return fencedCall(client, 'fenced_upsert', '$1::regclass, $2, $3::jsonb',
     [table, t, JSON.stringify(row)], t, opts, async () => opts.key ?? (await primaryKeyOf(client, table, row)));
 }

@@ -127,6 +127,8 @@ async function testLostBeforeTtl(app) {
     { lostAt: at, serverExpires: row.expires_ms });
   const e2 = await caught(() => lease.transaction(app, (c) => c.query('SELECT 1')));
   ok(e2 instanceof LeaseLostError, 'a transaction under the lost lease is refused before BEGIN (LeaseLostError)', e2 && e2.message);
+  const e3 = await caught(() => fencing.fencedUpdate(app, 'no_such_table_needed', lease, { id: 1 }, { v: 1 }));
+  ok(e3 instanceof LeaseLostError, 'so is a fencedUpdate() given the lost lease as its token, before any query', e3 && e3.message);
   await blocker.query('ROLLBACK');
   await blocker.end();
   await lease.release();
@@ -324,6 +326,12 @@ async function testAcquireAll(app) {
   ok(none === null && (d === undefined || d.live === false), 'acquireAll of a free and a held resource gets none (all or none)', { none: none && none.tokens, d });
   await fencing.sleep(1500 * 3);
   ok(!m.lost.aborted && m.renewals >= 5, `all three renewed together past 3 TTLs (${m.renewals} renewals)`);
+  await app.query('DROP TABLE IF EXISTS all_t');
+  await app.query('CREATE TABLE all_t (id int PRIMARY KEY, fence fencing_token)');
+  await app.query('INSERT INTO all_t VALUES (1, 0)');
+  await m.transaction(app, (c) => c.query('UPDATE all_t SET id = 1'), { resource: rs[2] });
+  const f = await app.query('SELECT fence FROM all_t');
+  ok(f.rows[0].fence === m.tokens[2] && m.tokenFor(rs[2]) === m.tokens[2], "lease.transaction(..., { resource }) writes under that resource's token", f.rows[0]);
   ok(await fencing.check(app, rs[0], m.tokens[0]) === true, 'check(): the live token is current');
   ok(await fencing.check(app, rs[0], m.tokens[0] - 1n) === false, 'check(): an older token is not');
   await m.release();
