@@ -86,8 +86,11 @@ export class Lease extends EventEmitter {
   readonly isLost: boolean;
   readonly lostReason: string | null;
   readonly renewals: number;
+  /** How many times a broken renewal connection was replaced. */
+  readonly reconnects: number;
   throwIfLost(): void;
   remaining(): number;
+  /** false when the server did not end it (already ended, or unreachable: it then expires at its TTL). */
   release(): Promise<boolean>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<boolean>;

@@ -151,6 +151,7 @@ const TYPES_SQL = `SELECT t.oid, t.typarray
  WHERE e.extname OPERATOR(pg_catalog.=) 'fencing' AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'`;
 
 const REGISTERED = Symbol('pg-fencing.registered');
+const BROKEN = Symbol('pg-fencing.broken');
 const TX_STATUS = Symbol('pg-fencing.txStatus');
 
 function refuseBinary(client) {
@@ -252,6 +253,8 @@ class Lease extends EventEmitter {
     this.jitter = opts.jitter ?? 0.2;
     this.safety = opts.safety ?? Math.max(1, Math.floor(opts.ttl / 5));
     this.renewals = 0;
+    this.reconnects = 0;
+    this.statementTimeout = opts.statementTimeout ?? opts.ttl / 3;
     this.lostReason = null;
     this.released = false;
     this._controller = new AbortController();
@@ -261,7 +264,8 @@ class Lease extends EventEmitter {
     if (typeof opts.onLost === 'function') this.on('lost', opts.onLost);
     // An 'error' listener keeps a renewal error from crashing the process.
     this.on('error', () => {});
-    client.on('error', (err) => this.emit('error', err));
+    this._connection = opts.connection;
+    this._watch(client);
     this._armDeadline();
     this._scheduleRenewal();
   }
@@ -293,6 +297,30 @@ class Lease extends EventEmitter {
     return this._deadline - this.safety - performance.now();
   }
 
+  // A broken connection is replaced at the next renewal.
+  _watch(client) {
+    client.on('error', (err) => { client[BROKEN] = true; this.emit('error', err); });
+    client.on('end', () => { client[BROKEN] = true; });
+  }
+
+  // A new connection for renewals when the old one broke (not when the
+  // caller passed a pg.Client instance, which cannot be reopened).
+  async _reconnect() {
+    if (!this.client[BROKEN] || this._connection === undefined || isClient(this._connection)) return;
+    const client = await leaseClient(this._connection);
+    try {
+      await setTimeoutMs(client, this.statementTimeout);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    this._watch(client);
+    const old = this.client;
+    this.client = client;
+    old.end().catch(() => {});
+    this.reconnects += 1;
+  }
+
   _armDeadline() {
     clearTimeout(this._deadlineTimer);
     const ms = Math.max(0, this._deadline - this.safety - performance.now());
@@ -322,8 +350,9 @@ class Lease extends EventEmitter {
       this._lose('no renewal succeeded before the TTL');
       return;
     }
-    const sentAt = performance.now();
     try {
+      await this._reconnect();
+      const sentAt = performance.now();
       const r = await this.client.query(
         `SELECT pg_catalog.bool_and(@ext@.fencing_renew(u.r, u.t::@ext@.fencing_token, $3::interval, $4)) AS ok
            FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
@@ -371,13 +400,18 @@ class Lease extends EventEmitter {
       this.lostReason = 'released';
       this._controller.abort(new LeaseLostError('lease released', { resources: this.resources, tokens: this.tokens, reason: 'released' }));
     }
+    // false when the server did not end it: already ended, or unreachable
+    // (it then expires at its TTL).
     let ok = false;
     try {
+      await this._reconnect();
       const r = await this.client.query(
         `SELECT pg_catalog.bool_and(@ext@.fencing_release(u.r, u.t::@ext@.fencing_token, $3)) AS ok
            FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
         [this.resources, this.tokens.map(String), this.namespace]);
       ok = r.rows[0].ok === true;
+    } catch (err) {
+      this.emit('error', err);
     } finally {
       await this.client.end().catch(() => {});
     }
@@ -420,6 +454,10 @@ function leaseOptions(opts, resources) {
 
 // Opens the lease's own connection (from a config object or string, or a
 // function returning an unconnected pg.Client) and registers the types.
+function isClient(x) {
+  return x !== null && typeof x === 'object' && typeof x.query === 'function' && typeof x.connect === 'function';
+}
+
 async function leaseClient(connection) {
   if (typeof connection === 'function') return connect(await connection());
   return connect(connection);
@@ -467,6 +505,7 @@ async function acquireImpl(connection, opts, resources, required) {
     // Renewal and release must not wait on anything the application does:
     // they run on this connection only, each bounded by this timeout.
     await setTimeoutMs(client, o.statementTimeout ?? o.ttl / 3);
+    o.connection = connection;
   } catch (err) {
     await client.end().catch(() => {});
     if (err && err.code === '57014') tokens = null; // cancelled: nothing acquired

@@ -134,6 +134,21 @@ async function testLostBeforeTtl(app) {
   await lease.release();
 }
 
+// The lease's connection killed: renewals go on over a new one.
+async function testReconnect(app) {
+  const resource = `reconnect-${RUN}`;
+  const ttl = 1500;
+  const lease = await fencing.acquire({}, { resource, holder: 'rc', ttl });
+  const pid = lease.client.processID;
+  await app.query('SELECT pg_terminate_backend($1)', [pid]);
+  await fencing.sleep(ttl * 2);
+  const row = await leaseRow(app, resource);
+  ok(!lease.lost.aborted && lease.reconnects === 1 && lease.client.processID !== pid,
+    `its renewal connection terminated, the lease reconnects (backend ${pid} -> ${lease.client.processID}) and is not lost`, { reason: lease.lostReason, reconnects: lease.reconnects });
+  ok(row.live === true && row.token === lease.token && row.expires_ms > Date.now() + ttl / 3, '... and the server shows it renewed since', row);
+  ok(await lease.release() === true, '... and released over the new connection');
+}
+
 // A renewal the server refuses (the lease ended behind the holder's back).
 async function testRefused(app) {
   const resource = `refused-${RUN}`;
@@ -348,7 +363,7 @@ async function testCheckOld(app) {
 async function main() {
   const app = await fencing.connect({});
   await app.query('SET client_min_messages = warning');
-  const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testRefused, testPause, testCarriage,
+  const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testReconnect, testRefused, testPause, testCarriage,
     testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld];
   for (const step of steps) {
     try {
