@@ -265,6 +265,7 @@ class Lease extends EventEmitter {
     // An 'error' listener keeps a renewal error from crashing the process.
     this.on('error', () => {});
     this._connection = opts.connection;
+    this._ext = opts.ext; // the extension's schema, quoted
     this._watch(client);
     this._armDeadline();
     this._scheduleRenewal();
@@ -355,7 +356,7 @@ class Lease extends EventEmitter {
       const sentAt = performance.now();
       const r = await this.client.query(
         `SELECT pg_catalog.bool_and(@ext@.fencing_renew(u.r, u.t::@ext@.fencing_token, $3::interval, $4)) AS ok
-           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
+           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._ext),
         [this.resources, this.tokens.map(String), interval(this.ttl), this.namespace]);
       if (this.isLost) return;
       if (r.rows[0].ok !== true) {
@@ -370,10 +371,6 @@ class Lease extends EventEmitter {
       // Retried at the next tick; the deadline timer decides when it is lost.
       this.emit('error', err);
     }
-  }
-
-  _schema() {
-    return this._ext;
   }
 
   _lose(reason) {
@@ -407,7 +404,7 @@ class Lease extends EventEmitter {
       await this._reconnect();
       const r = await this.client.query(
         `SELECT pg_catalog.bool_and(@ext@.fencing_release(u.r, u.t::@ext@.fencing_token, $3)) AS ok
-           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._schema()),
+           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._ext),
         [this.resources, this.tokens.map(String), this.namespace]);
       ok = r.rows[0].ok === true;
     } catch (err) {
@@ -452,12 +449,12 @@ function leaseOptions(opts, resources) {
   return { ...opts, resources, namespace: opts.namespace ?? 'default' };
 }
 
-// Opens the lease's own connection (from a config object or string, or a
-// function returning an unconnected pg.Client) and registers the types.
 function isClient(x) {
   return x !== null && typeof x === 'object' && typeof x.query === 'function' && typeof x.connect === 'function';
 }
 
+// Opens the lease's own connection (from a config object or string, or a
+// function returning an unconnected pg.Client) and registers the types.
 async function leaseClient(connection) {
   if (typeof connection === 'function') return connect(await connection());
   return connect(connection);
@@ -467,6 +464,7 @@ function missingFeature(err, what) {
   if (err && err.code === '42883') {
     const e = new Error(`${what} needs fencing 1.5 in this database: ALTER EXTENSION fencing UPDATE`);
     e.code = '55000';
+    e.hint = 'ALTER EXTENSION fencing UPDATE';
     e.cause = err;
     return e;
   }
@@ -516,9 +514,7 @@ async function acquireImpl(connection, opts, resources, required) {
     if (required) throw new LeaseNotAcquiredError(`lease on ${resources.join(', ')} not acquired`, { resources });
     return null;
   }
-  const lease = new Lease(client, o, tokens, sentAt);
-  lease._ext = ext;
-  return lease;
+  return new Lease(client, { ...o, ext }, tokens, sentAt);
 }
 
 /**
