@@ -140,12 +140,12 @@ void RaiseFloor(bool table, Datum key, Token highest, int64 retired) {
     Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}, INT8OID, INT8OID};
     Datum values[] = {key, Int64GetDatum(highest), Int64GetDatum(retired)};
     RunInternalSql(table ? "UPDATE fencing.tombstone_floor"
-                           " SET floor = pg_catalog.GREATEST(floor, $2),"
+                           " SET floor = GREATEST(floor, $2),"
                            "     retired = retired OPERATOR(pg_catalog.+) $3,"
                            "     retired_at = pg_catalog.now()"
                            " WHERE relid OPERATOR(pg_catalog.=) $1"
                          : "UPDATE fencing.resource_floor"
-                           " SET floor = pg_catalog.GREATEST(floor, $2),"
+                           " SET floor = GREATEST(floor, $2),"
                            "     retired = retired OPERATOR(pg_catalog.+) $3,"
                            "     retired_at = pg_catalog.now()"
                            " WHERE namespace OPERATOR(pg_catalog.=) $1",
@@ -161,7 +161,7 @@ int64 RetireTombstoneBatch(Oid relid, Datum idle, int64 limit) {
         "WITH c AS (SELECT t.relid, t.key FROM fencing.row_tombstone t"
         "            WHERE t.relid OPERATOR(pg_catalog.=) $1"
         "              AND t.raised_at OPERATOR(pg_catalog.<)"
-        "                  pg_catalog.now() OPERATOR(pg_catalog.-) $2"
+        "                  (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
         "            LIMIT $3 FOR UPDATE SKIP LOCKED),"
         "     d AS (DELETE FROM fencing.row_tombstone t USING c"
         "            WHERE t.relid OPERATOR(pg_catalog.=) c.relid"
@@ -191,9 +191,9 @@ Datum TextColumn(char **last) {
 
 // The ended-before-cutoff test of a lease row l: released, or expired,
 // whichever came first, more than idle ago.
-#define LEASE_ENDED                                                                     \
-    " pg_catalog.LEAST(pg_catalog.COALESCE(l.released_at, l.expires_at), l.expires_at)" \
-    " OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-) $2"
+#define LEASE_ENDED                                               \
+    " LEAST(COALESCE(l.released_at, l.expires_at), l.expires_at)" \
+    " OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
 
 // One batch of a namespace, over the resources after *cursor (in order):
 //   1. the idle HWM rows' resources (read, not locked);
@@ -213,7 +213,7 @@ int64 RetireNamespaceBatch(const char *name_space, Datum idle, int64 limit, char
     RunInternalSql(
         "SELECT h.resource FROM fencing.resource_hwm h"
         " WHERE h.namespace OPERATOR(pg_catalog.=) $1"
-        "   AND h.raised_at OPERATOR(pg_catalog.<) pg_catalog.now() OPERATOR(pg_catalog.-) $2"
+        "   AND h.raised_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
         "   AND h.resource OPERATOR(pg_catalog.>) $4"
         " ORDER BY h.resource LIMIT $3",
         4, types1, values1, nullptr, true);
@@ -237,7 +237,7 @@ int64 RetireNamespaceBatch(const char *name_space, Datum idle, int64 limit, char
         "            WHERE h.namespace OPERATOR(pg_catalog.=) $1"
         "              AND h.resource OPERATOR(pg_catalog.=) ANY ($3)"
         "              AND h.raised_at OPERATOR(pg_catalog.<)"
-        "                  pg_catalog.now() OPERATOR(pg_catalog.-) $2"
+        "                  (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
         "              AND (h.resource OPERATOR(pg_catalog.=) ANY ($4)"
         "                   OR NOT EXISTS (SELECT 1 FROM fencing.lease l"
         "                                   WHERE l.namespace OPERATOR(pg_catalog.=) h.namespace"
