@@ -203,6 +203,37 @@ SELECT 'ret.gone'::regclass::oid AS gone_oid \gset
 DROP TABLE ret.gone;
 SELECT count(*) AS left_behind FROM fencing.tombstone_floor WHERE relid = :gone_oid;
 
+-- Partitions: the floor is the home's (the table fencing_protect named), a
+-- leaf has none of its own; DETACH copies it to the detached table (which
+-- then keeps its own, retirement off), ATTACH keeps the higher of the two.
+CREATE TABLE ret.pt (id int PRIMARY KEY, fence fencing_token) PARTITION BY RANGE (id);
+CREATE TABLE ret.pt_1 PARTITION OF ret.pt FOR VALUES FROM (0) TO (100);
+CREATE TABLE ret.pt_2 PARTITION OF ret.pt FOR VALUES FROM (100) TO (200);
+SELECT fencing_protect('ret.pt');
+INSERT INTO ret.pt VALUES (1, 10), (101, 20);
+BEGIN; SET LOCAL fencing.token = 30; DELETE FROM ret.pt WHERE id IN (1, 101); COMMIT;
+SELECT fencing_enable_retirement('ret.pt_1'::regclass);
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_enable_retirement('ret.pt'::regclass);
+SELECT fencing_retire('ret.pt'::regclass, '0 s') AS retired;
+ALTER TABLE ret.pt DETACH PARTITION ret.pt_2;
+SELECT relid, floor, enabled FROM fencing.tombstone_floor
+ WHERE relid IN ('ret.pt'::regclass, 'ret.pt_2'::regclass) ORDER BY 1;
+BEGIN; SET LOCAL fencing.token = 25; INSERT INTO ret.pt_2 VALUES (101); ROLLBACK;
+CREATE TABLE ret.other (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('ret.other');
+INSERT INTO ret.other VALUES (150, 60);
+BEGIN; SET LOCAL fencing.token = 70; DELETE FROM ret.other; COMMIT;
+SELECT fencing_enable_retirement('ret.other'::regclass);
+SELECT fencing_retire('ret.other'::regclass, '0 s') AS retired;
+SELECT fencing_unprotect('ret.other');
+ALTER TABLE ret.pt ATTACH PARTITION ret.other FOR VALUES FROM (100) TO (200);
+SELECT relid, floor, enabled FROM fencing.tombstone_floor
+ WHERE relid IN ('ret.pt'::regclass, 'ret.other'::regclass) ORDER BY 1;
+BEGIN; SET LOCAL fencing.token = 69; INSERT INTO ret.pt VALUES (150); ROLLBACK;
+BEGIN; SET LOCAL fencing.token = 69; INSERT INTO ret.pt VALUES (2); ROLLBACK;
+DROP TABLE ret.pt, ret.pt_2;
+
 -- The SQL objects of an older version (before ALTER EXTENSION UPDATE): the
 -- library refuses retirement and every other path keeps working.
 BEGIN;
