@@ -21,6 +21,7 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/namespaces.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/durability.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/store_shape.hpp"
@@ -271,7 +272,12 @@ int64 RetireNamespaceBatch(const char *name_space, Datum idle, int64 limit, char
 }
 
 // Inside an internal session; the caller's rights checked.
+// On a logical subscriber retirement would delete rows that the publisher's
+// later raises update (apply skips an UPDATE of a missing row): refused, as
+// a reset is.
 int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries) {
+    RefuseResetOnSubscriber("resource_hwm", "retire resource high-water marks");
+    RefuseResetOnSubscriber("lease", "retire leases");
     RequireEnabled(false, CStringGetTextDatum(name_space),
                    psprintf("namespace %s", quote_literal_cstr(name_space)));
     int64 total = 0;
@@ -286,6 +292,7 @@ int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries) {
 }
 
 int64 RetireTable(Oid relid, Datum idle, int64 max_entries) {
+    RefuseResetOnSubscriber("row_tombstone", "retire tombstones");
     RequireEnabled(true, ObjectIdGetDatum(relid), psprintf("table %s", RelName(relid)));
     int64 total = 0;
     while (total < max_entries) {
