@@ -247,6 +247,16 @@ UPDATE ret.jobs SET state = 'raised', fence = 1001 WHERE id = 'j6';
 SELECT fencing_resource_high_water('j6', 'ret-jobs');
 UPDATE ret.jobs SET state = 'stale', fence = 1000 WHERE id = 'j6';
 ROLLBACK TO SAVEPOINT s;
+-- Tombstones without raised_at: left, raised, and judged as before.
+ALTER TABLE fencing.row_tombstone DROP COLUMN raised_at;
+INSERT INTO ret.items VALUES (20, 'old shape', 60);
+SET LOCAL fencing.token = 61;
+DELETE FROM ret.items WHERE id = 20;
+SELECT fencing_advance('ret.items', 62, '{"id": 20}') AS advanced;
+SAVEPOINT t;
+INSERT INTO ret.items VALUES (20, 'stale', 61);
+ROLLBACK TO SAVEPOINT t;
+SELECT fencing_high_water('ret.items', '{"id": 20}') AS tombstone;
 ROLLBACK;
 
 DROP TABLE ret.jobs, ret.strict_jobs, ret.items;
