@@ -103,6 +103,12 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
     // tombstone below it would lower the key (retired into the floor) to it.
     Token floor = TombstoneFloor(relid);
     RaiseTombstone(relid, key, token > floor ? token : floor);
+    // The floor read above may predate a retirement that was deleting the
+    // key's tombstone: the tombstone's upsert waited for it, and its floor
+    // raise is visible now. The tombstone, this transaction's now, takes it.
+    Token floor_after = TombstoneFloor(relid);
+    if (floor_after > floor && floor_after > token)
+        RaiseTombstone(relid, key, floor_after);
     Token hwm = token;
     (void)LookupTombstone(relid, key, &hwm);
     EndInternal(&session);

@@ -58,6 +58,30 @@ bool SettledAtFloor(const SharedHwm &h, Token offered, bool strict, HwmVerdict *
     return true;
 }
 
+// After the first write of a key's entry: the floor, read again. The floor
+// read before the INSERT may predate a retirement that was deleting the
+// key's old entry; the INSERT waited for that retirement (its unique check
+// met the deleted entry), whose floor raise is therefore visible now, under
+// any isolation level. A floor that refuses the offer refuses it, and the
+// new entry, still this transaction's, is raised to the floor, so that the
+// key is never left below what it was judged by (when the refusal is
+// skipped rather than raised, the entry stays).
+bool RefusedByFloorAfterFirstWrite(const SharedHwm &h, const SpiRaise &spi, Token offered,
+                                   bool strict, HwmVerdict *verdict) {
+    if (h.floor_namespace == nullptr)
+        return false;
+    Token floor = ResourceFloor(h.floor_namespace);
+    if (floor <= 0 || JudgeOffer(offered, floor, strict) == Admission::kAdmitted)
+        return false;
+    // Strict and equal: the floor's value was another transaction's (a
+    // retirement deletes no entry this transaction wrote), so refused.
+    Datum to_floor[] = {spi.raise_args[0], spi.raise_args[1], Int64GetDatum(floor),
+                        BoolGetDatum(false)};
+    Run(spi.raise, to_floor);
+    *verdict = {false, floor, true};
+    return true;
+}
+
 // One round of CheckAndRaiseViaSpi; true when settled.
 //   1. conditional UPDATE: one row means admitted, and the row stays locked;
 //   2. otherwise read: a row that does not admit the token means stale;
@@ -87,6 +111,8 @@ bool SettledViaSpi(const SharedHwm &h, const SpiRaise &spi, Token offered, bool 
     if (SettledAtFloor(h, offered, strict, verdict))
         return true;
     if (Run(spi.first, spi.first_args) > 0) {
+        if (RefusedByFloorAfterFirstWrite(h, spi, offered, strict, verdict))
+            return true;
         NoteRaise(h, offered, strict);
         *verdict = {true, offered};
         return true;
