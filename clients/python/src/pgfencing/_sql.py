@@ -18,10 +18,10 @@ SELECT n.nspname FROM pg_catalog.pg_extension e
 # set_config(..., true) is SET LOCAL with a parameter.
 SET_TOKEN = "SELECT pg_catalog.set_config('fencing.token', $1, true)"
 
-ACQUIRE = "SELECT fencing_acquire($1, $2, $3::interval, $4::interval, $5)::int8"
-RENEW = "SELECT fencing_renew($1, $2::int8, $3::interval, $4)"
+ACQUIRE = "SELECT fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8"
+RENEW = "SELECT fencing_renew($1, $2::int8, $3::text::interval, $4)"
 RELEASE = "SELECT fencing_release($1, $2::int8, $3)"
-ACQUIRE_ALL = ("SELECT fencing_acquire_all($1::text[], $2, $3::interval, $4::interval, $5)"
+ACQUIRE_ALL = ("SELECT fencing_acquire_all($1::text[], $2, $3::text::interval, $4::text::interval, $5)"
                "::pg_catalog.int8[]")
 CHECK = "SELECT fencing_check($1, $2::int8, $3)"
 

@@ -8,8 +8,8 @@ Connection, a task for AsyncConnection), writes under the token.
         with lease.transaction(conn) as tx:                 # BEGIN; SET LOCAL fencing.token
             tx.execute("UPDATE orders SET state = 'done' WHERE id = %s", (7,))
 """
-import asyncio
 import json
+import re
 import struct
 import threading
 from contextlib import asynccontextmanager, contextmanager
@@ -23,11 +23,14 @@ from psycopg.types import TypeInfo
 from . import errors
 from ._lease import LeaseBase, monotonic
 from ._sql import (ACQUIRE, ACQUIRE_ALL, CHECK, EXTENSION_TYPE, FENCED_DELETE, FENCED_UPDATE,
-                   FENCED_UPSERT, RELEASE, RENEW, SET_TOKEN, interval, stale_probe, token_text)
+                   FENCED_UPSERT, RELEASE, RENEW, SET_TOKEN, interval, stale_probe,
+                   stale_probe_async, token_text)
 
-__all__ = ["register", "connect", "async_connect", "Token", "Lease", "AsyncLease", "transaction",
-           "async_transaction", "fenced_update", "fenced_delete", "fenced_upsert", "acquire_all",
-           "check", "StaleTokenError", "TokenRequiredError"]
+__all__ = ["register", "register_async", "connect", "async_connect", "Token", "Lease", "AsyncLease",
+           "transaction", "async_transaction", "fenced_update", "fenced_delete", "fenced_upsert",
+           "acquire_all", "check", "async_fenced_update", "async_fenced_delete",
+           "async_fenced_upsert", "async_acquire_all", "async_check", "StaleTokenError",
+           "TokenRequiredError"]
 
 _INT8 = struct.Struct("!q")
 
@@ -170,7 +173,6 @@ async def async_transaction(conn, token):
 
 def _p(sql):
     """$n placeholders as psycopg's %s (the shared SQL uses $n in order)."""
-    import re
     return re.sub(r"\$\d+", "%s", sql)
 
 
@@ -286,9 +288,7 @@ class Lease(LeaseBase):
         """Stops renewing and releases the lease (false from the server, for
         a lease already lost, is fine: the next holder fences us anyway)."""
         self._stop.set()
-        for t in self._threads:
-            if t is not threading.current_thread():
-                t.join(timeout=self._timing.ttl)
+        self._join_threads()
         released = False
         if self.token is not None and self._timing.lost_reason is None:
             try:
@@ -299,6 +299,18 @@ class Lease(LeaseBase):
         self._timing.mark_lost("released")
         self.released = True
         return released
+
+    def _join_threads(self):
+        others = [t for t in self._threads if t is not threading.current_thread()]
+        for t in others:
+            t.join(timeout=0.5)
+        if self._conn is not None and any(t.is_alive() for t in others):
+            try:
+                self._conn.cancel()  # a renewal stuck on a lock or a hung server
+            except psycopg.Error:
+                pass
+            for t in others:
+                t.join(timeout=self._timing.ttl)
 
     def close(self):
         try:
@@ -405,30 +417,52 @@ def AsyncLease(conninfo, resource, **kwargs):
     return _AsyncLease(_AsyncBackend(conninfo, connect_kwargs), resource, _PsycopgAsyncWrites, **kwargs)
 
 
+async def _async_fenced(conn, sql, args, table, token, key, raise_stale):
+    cur = await conn.execute(_p(sql), args)
+    n = (await cur.fetchone())[0]
+    if n != 0 or not raise_stale:
+        return n
+
+    async def fetch(q, a):
+        async with conn.transaction():  # a savepoint inside an open transaction
+            cur = await conn.execute(_p(q), a)
+            return await cur.fetchone()
+    found = await stale_probe_async(fetch, table, token, key)
+    if found is not None:
+        raise StaleTokenError._build("stale fencing token for table %s: fenced write matched "
+                                     "no row it may write" % found["table"], **found)
+    return 0
+
+
+async def async_fenced_update(conn, table, token, key, changes, raise_stale=True):
+    """fenced_update() on an AsyncConnection."""
+    return await _async_fenced(conn, FENCED_UPDATE, (table, int(token), json.dumps(key),
+                                                     json.dumps(changes)), table, token, key, raise_stale)
+
+
+async def async_fenced_delete(conn, table, token, key, raise_stale=True):
+    return await _async_fenced(conn, FENCED_DELETE, (table, int(token), json.dumps(key)),
+                               table, token, key, raise_stale)
+
+
+async def async_fenced_upsert(conn, table, token, row, raise_stale=True):
+    return await _async_fenced(conn, FENCED_UPSERT, (table, int(token), json.dumps(row)),
+                               table, token, row, raise_stale)
+
+
+async def async_acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
+    cur = await conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl),
+                                               interval(wait), namespace))
+    tokens = (await cur.fetchone())[0]
+    return None if tokens is None else [int(t) for t in tokens]
+
+
+async def async_check(conn, resource, token, namespace="default"):
+    cur = await conn.execute(_p(CHECK), (resource, int(token), namespace))
+    return (await cur.fetchone())[0]
+
+
 class _PsycopgAsyncWrites:
     transaction = staticmethod(async_transaction)
-
-    @staticmethod
-    async def fenced(conn, sql, args, table, token, key, raise_stale):
-        cur = await conn.execute(_p(sql), args)
-        n = (await cur.fetchone())[0]
-        if n != 0 or not raise_stale:
-            return n
-
-        async def fetch(q, a):
-            async with conn.transaction():
-                cur = await conn.execute(_p(q), a)
-                return await cur.fetchone()
-        found = await stale_probe_async(fetch, table, token, key)
-        if found is not None:
-            raise StaleTokenError._build("stale fencing token for table %s: fenced write matched "
-                                         "no row it may write" % found["table"], **found)
-        return 0
-
-    @staticmethod
-    async def check(conn, resource, token, namespace):
-        cur = await conn.execute(_p(CHECK), (resource, int(token), namespace))
-        return (await cur.fetchone())[0]
-
-
-from ._sql import stale_probe_async  # noqa: E402
+    fenced = staticmethod(_async_fenced)
+    check = staticmethod(async_check)
