@@ -55,6 +55,10 @@
 #              (test/encodings/run.sh)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
 #              Java, Django, SQLAlchemy against the same scratch cluster
+#   client-python  the Python client library (clients/python/test.sh): wheel and
+#              sdist built offline and installed into venvs; leases, heartbeat, a
+#              SIGSTOP past the TTL, token carriage, codecs, for psycopg 3 (sync and
+#              async) and asyncpg, on its own scratch cluster
 #   pg15-assert, pg18-assert
 #              PostgreSQL 15 and 18 built from Debian's source with --enable-cassert
 #              (test/pg/build-server.sh, cached): the extension with -Werror,
@@ -78,7 +82,7 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    encodings examples client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
@@ -230,6 +234,7 @@ suite_repack() { run_tap_like repack test/repack/run.sh; }
 suite_partman() { run_tap_like partman test/partman/run.sh; }
 suite_encodings() { run_tap_like encodings test/encodings/run.sh; }
 suite_examples() { run_tap_like examples examples/run.sh; }
+suite_client-python() { run_tap_like client-python clients/python/test.sh; }
 suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 
 suite_tap() {
