@@ -86,31 +86,71 @@ def _probe(table, token, key):
             "offered": int(token), "hwm": int(hwm), "strict": bool(strict)}
 
 
-def _run(gen, fetch):
+# From 1.5 the fenced DML functions have *_result siblings that report, in
+# the same statement, rows written, rows refused as stale and the HWM that
+# refused them; an older installed SQL version has only the plain ones.
+HAS_RESULT = """
+SELECT pg_catalog.to_regprocedure(pg_catalog.quote_ident(n.nspname)
+         OPERATOR(pg_catalog.||) '.fenced_update_result(pg_catalog.regclass, '
+         OPERATOR(pg_catalog.||) pg_catalog.quote_ident(n.nspname)
+         OPERATOR(pg_catalog.||) '.fencing_token, pg_catalog.jsonb, pg_catalog.jsonb)') IS NOT NULL
+  FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
+ WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"""
+_RESULT = """
+WITH t AS (SELECT $1::regclass AS target)
+SELECT r.written, r.stale, r.hwm::pg_catalog.int8, n.nspname::text, c.relname::text
+  FROM t CROSS JOIN LATERAL {fn}(t.target, $2::int8, {json}) r
+  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) t.target
+  JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace"""
+RESULT_SQL = {
+    "update": _RESULT.format(fn="fenced_update_result", json="$3::jsonb, $4::jsonb"),
+    "delete": _RESULT.format(fn="fenced_delete_result", json="$3::jsonb"),
+    "upsert": _RESULT.format(fn="fenced_upsert_result", json="$3::jsonb"),
+}
+PLAIN_SQL = {"update": FENCED_UPDATE, "delete": FENCED_DELETE, "upsert": FENCED_UPSERT}
+DIAGNOSIS_FAILED = object()  # what a driver sends back when a diagnosis query failed
+
+
+def fenced_steps(cache, conn, kind, table, token, key, jargs, raise_stale):
+    """One fenced_*() call as a generator shared by the drivers: yields
+    (sql, args, diagnosis) and is sent each fetched row (a diagnosis query
+    runs in a savepoint; when it fails the driver sends DIAGNOSIS_FAILED).
+    Returns ("count", n) or ("stale", fields, written)."""
+    has = cache.get(conn)
+    if has is None:
+        has = bool((yield HAS_RESULT, (), False)[0])
+        cache[conn] = has
+    args = (table, int(token)) + tuple(json.dumps(a) for a in jargs)
+    if has:
+        written, stale, hwm, schema, name = yield RESULT_SQL[kind], args, False
+        if stale and raise_stale:
+            return ("stale", {"schema": schema, "table": name, "key": json.dumps(key),
+                              "offered": int(token), "hwm": hwm, "strict": hwm == int(token)},
+                    written)
+        return ("count", written)
+    n = (yield PLAIN_SQL[kind], args, False)[0]
+    if n or not raise_stale:
+        return ("count", n)
+    probe = _probe(table, token, key)
     try:
-        sql, args = next(gen)
+        sql, pargs = next(probe)
         while True:
-            sql, args = gen.send(fetch(sql, args))
+            row = yield sql, pargs, True
+            if row is DIAGNOSIS_FAILED:
+                return ("count", 0)
+            sql, pargs = probe.send(row)
     except StopIteration as stop:
-        return stop.value
+        found = stop.value
+    return ("count", 0) if found is None else ("stale", found, 0)
 
 
-def stale_probe(fetch, table, token, key):
-    """_probe() with a sync fetch(sql, args) -> row; driver errors during
-    the diagnosis give None (the call's count stands)."""
-    try:
-        return _run(_probe(table, token, key), fetch)
-    except Exception:  # noqa: BLE001 - a diagnosis must not replace the result
-        return None
-
-
-async def stale_probe_async(fetch, table, token, key):
-    gen = _probe(table, token, key)
-    try:
-        sql, args = next(gen)
-        while True:
-            sql, args = gen.send(await fetch(sql, args))
-    except StopIteration as stop:
-        return stop.value
-    except Exception:  # noqa: BLE001
-        return None
+def outcome(result, stale_error):
+    """The count of a finished fenced_steps(), or its StaleTokenError (with
+    .written: rows the same call did write, kept unless rolled back)."""
+    if result[0] == "count":
+        return result[1]
+    _, fields, written = result
+    err = stale_error._build(f"stale fencing token for table {fields['table']}: offered token "
+                             f"{fields['offered']}, high-water mark {fields['hwm']}", **fields)
+    err.written = written
+    raise err

@@ -7,9 +7,7 @@ from contextlib import asynccontextmanager
 
 from . import errors
 from ._lease import LeaseBase, monotonic
-from ._sql import (ACQUIRE, FENCED_DELETE, FENCED_UPDATE, FENCED_UPSERT, RELEASE, RENEW,
-                   interval)
-import json
+from ._sql import ACQUIRE, RELEASE, RENEW, interval
 
 
 class AsyncLease(LeaseBase):
@@ -123,20 +121,14 @@ class AsyncLease(LeaseBase):
             self.require_live()
 
     async def fenced_update(self, conn, table, key, changes, raise_stale=True):
-        token = self.require_live()
-        return await self._writes.fenced(conn, FENCED_UPDATE, (table, token, json.dumps(key),
-                                                               json.dumps(changes)),
-                                         table, token, key, raise_stale)
+        return await self._writes.fenced_update(conn, table, self.require_live(), key, changes,
+                                                raise_stale)
 
     async def fenced_delete(self, conn, table, key, raise_stale=True):
-        token = self.require_live()
-        return await self._writes.fenced(conn, FENCED_DELETE, (table, token, json.dumps(key)),
-                                         table, token, key, raise_stale)
+        return await self._writes.fenced_delete(conn, table, self.require_live(), key, raise_stale)
 
     async def fenced_upsert(self, conn, table, row, raise_stale=True):
-        token = self.require_live()
-        return await self._writes.fenced(conn, FENCED_UPSERT, (table, token, json.dumps(row)),
-                                         table, token, row, raise_stale)
+        return await self._writes.fenced_upsert(conn, table, self.require_live(), row, raise_stale)
 
     async def check(self, conn):
         return await self._writes.check(conn, self.resource, self.token, self.namespace)

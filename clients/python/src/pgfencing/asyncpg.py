@@ -8,15 +8,15 @@ under the token.
         async with lease.transaction(conn):                     # BEGIN; SET LOCAL fencing.token
             await conn.execute("UPDATE orders SET state = 'done' WHERE id = $1", 7)
 """
-import json
+import weakref
 from contextlib import asynccontextmanager
 
 import asyncpg
 import asyncpg.exceptions
 
 from . import errors
-from ._sql import (ACQUIRE_ALL, CHECK, EXTENSION_SCHEMA, FENCED_DELETE, FENCED_UPDATE,
-                   FENCED_UPSERT, SET_TOKEN, interval, stale_probe_async, token_text)
+from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, fenced_steps,
+                   interval, outcome, token_text)
 
 __all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced_update",
            "fenced_delete", "fenced_upsert", "acquire_all", "check", "StaleTokenError",
@@ -86,36 +86,40 @@ async def transaction(conn, token):
         yield conn
 
 
-async def _fenced(conn, sql, args, table, token, key, raise_stale):
-    n = await conn.fetchval(sql, *args)
-    if n != 0 or not raise_stale:
-        return n
+_HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
 
-    async def fetch(q, a):
-        async with conn.transaction():
-            return await conn.fetchrow(q, *a)
-    found = await stale_probe_async(fetch, table, token, key)
-    if found is not None:
-        raise StaleTokenError._build("stale fencing token for table %s: fenced write matched "
-                                     "no row it may write" % found["table"], **found)
-    return 0
+
+async def _fenced(conn, kind, table, token, key, jargs, raise_stale):
+    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    try:
+        sql, args, diagnosis = next(gen)
+        while True:
+            if diagnosis:
+                try:
+                    async with conn.transaction():  # a savepoint inside an open transaction
+                        row = await conn.fetchrow(sql, *args)
+                except asyncpg.PostgresError:
+                    row = DIAGNOSIS_FAILED
+            else:
+                row = await conn.fetchrow(sql, *args)
+            sql, args, diagnosis = gen.send(None if row is None else tuple(row))
+    except StopIteration as stop:
+        return outcome(stop.value, StaleTokenError)
 
 
 async def fenced_update(conn, table, token, key, changes, raise_stale=True):
-    """fenced_update(): rows written; 0 rows while the high-water mark is
-    above the token raises StaleTokenError (raise_stale=False: returns 0)."""
-    return await _fenced(conn, FENCED_UPDATE, (table, int(token), json.dumps(key),
-                                               json.dumps(changes)), table, token, key, raise_stale)
+    """fenced_update(): rows written. A row refused as stale raises
+    StaleTokenError (raise_stale=False: the count only); 0 without an error
+    means no row matched."""
+    return await _fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
 async def fenced_delete(conn, table, token, key, raise_stale=True):
-    return await _fenced(conn, FENCED_DELETE, (table, int(token), json.dumps(key)),
-                         table, token, key, raise_stale)
+    return await _fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
 async def fenced_upsert(conn, table, token, row, raise_stale=True):
-    return await _fenced(conn, FENCED_UPSERT, (table, int(token), json.dumps(row)),
-                         table, token, row, raise_stale)
+    return await _fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
 async def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
@@ -153,7 +157,9 @@ class _Backend:
 
 class _Writes:
     transaction = staticmethod(transaction)
-    fenced = staticmethod(_fenced)
+    fenced_update = staticmethod(fenced_update)
+    fenced_delete = staticmethod(fenced_delete)
+    fenced_upsert = staticmethod(fenced_upsert)
     check = staticmethod(check)
 
 

@@ -8,10 +8,10 @@ Connection, a task for AsyncConnection), writes under the token.
         with lease.transaction(conn) as tx:                 # BEGIN; SET LOCAL fencing.token
             tx.execute("UPDATE orders SET state = 'done' WHERE id = %s", (7,))
 """
-import json
 import re
 import struct
 import threading
+import weakref
 from contextlib import asynccontextmanager, contextmanager
 
 import psycopg
@@ -22,9 +22,8 @@ from psycopg.types import TypeInfo
 
 from . import errors
 from ._lease import LeaseBase, monotonic
-from ._sql import (ACQUIRE, ACQUIRE_ALL, CHECK, EXTENSION_TYPE, FENCED_DELETE, FENCED_UPDATE,
-                   FENCED_UPSERT, RELEASE, RENEW, SET_TOKEN, interval, stale_probe,
-                   stale_probe_async, token_text)
+from ._sql import (ACQUIRE, ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_TYPE, RELEASE, RENEW,
+                   SET_TOKEN, fenced_steps, interval, outcome, token_text)
 
 __all__ = ["register", "register_async", "connect", "async_connect", "Token", "Lease", "AsyncLease",
            "transaction", "async_transaction", "fenced_update", "fenced_delete", "fenced_upsert",
@@ -176,37 +175,41 @@ def _p(sql):
     return re.sub(r"\$\d+", "%s", sql)
 
 
-def _stale_or_count(conn, n, table, token, key):
-    if n != 0:
-        return n
-    found = stale_probe(lambda sql, args: _fetch_sync(conn, sql, args), table, token, key)
-    if found is not None:
-        raise StaleTokenError._build("stale fencing token for table %s: fenced write matched "
-                                     "no row it may write" % found["table"], **found)
-    return 0
+_HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
 
 
-def _fetch_sync(conn, sql, args):
-    with conn.transaction():  # a savepoint inside an open transaction
-        return conn.execute(_p(sql), args).fetchone()
+def _fenced(conn, kind, table, token, key, jargs, raise_stale):
+    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    try:
+        sql, args, diagnosis = next(gen)
+        while True:
+            if diagnosis:
+                try:
+                    with conn.transaction():  # a savepoint inside an open transaction
+                        row = conn.execute(_p(sql), args).fetchone()
+                except psycopg.Error:
+                    row = DIAGNOSIS_FAILED
+            else:
+                row = conn.execute(_p(sql), args).fetchone()
+            sql, args, diagnosis = gen.send(row)
+    except StopIteration as stop:
+        return outcome(stop.value, StaleTokenError)
 
 
 def fenced_update(conn, table, token, key, changes, raise_stale=True):
-    """fenced_update(): rows written. 0 rows while the high-water mark is
-    above the token raises StaleTokenError (raise_stale=False: returns 0)."""
-    n = conn.execute(_p(FENCED_UPDATE), (table, int(token), json.dumps(key),
-                                         json.dumps(changes))).fetchone()[0]
-    return _stale_or_count(conn, n, table, token, key) if raise_stale else n
+    """fenced_update(): rows written. A row refused as stale raises
+    StaleTokenError (raise_stale=False: the count only); 0 without an error
+    means no row matched. Uses fenced_update_result() where the server has
+    it (1.5), else reads the key's HWM after a 0."""
+    return _fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
 def fenced_delete(conn, table, token, key, raise_stale=True):
-    n = conn.execute(_p(FENCED_DELETE), (table, int(token), json.dumps(key))).fetchone()[0]
-    return _stale_or_count(conn, n, table, token, key) if raise_stale else n
+    return _fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
 def fenced_upsert(conn, table, token, row, raise_stale=True):
-    n = conn.execute(_p(FENCED_UPSERT), (table, int(token), json.dumps(row))).fetchone()[0]
-    return _stale_or_count(conn, n, table, token, row) if raise_stale else n
+    return _fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
 def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
@@ -417,37 +420,35 @@ def AsyncLease(conninfo, resource, **kwargs):
     return _AsyncLease(_AsyncBackend(conninfo, connect_kwargs), resource, _PsycopgAsyncWrites, **kwargs)
 
 
-async def _async_fenced(conn, sql, args, table, token, key, raise_stale):
-    cur = await conn.execute(_p(sql), args)
-    n = (await cur.fetchone())[0]
-    if n != 0 or not raise_stale:
-        return n
-
-    async def fetch(q, a):
-        async with conn.transaction():  # a savepoint inside an open transaction
-            cur = await conn.execute(_p(q), a)
-            return await cur.fetchone()
-    found = await stale_probe_async(fetch, table, token, key)
-    if found is not None:
-        raise StaleTokenError._build("stale fencing token for table %s: fenced write matched "
-                                     "no row it may write" % found["table"], **found)
-    return 0
+async def _async_fenced(conn, kind, table, token, key, jargs, raise_stale):
+    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    try:
+        sql, args, diagnosis = next(gen)
+        while True:
+            if diagnosis:
+                try:
+                    async with conn.transaction():
+                        row = await (await conn.execute(_p(sql), args)).fetchone()
+                except psycopg.Error:
+                    row = DIAGNOSIS_FAILED
+            else:
+                row = await (await conn.execute(_p(sql), args)).fetchone()
+            sql, args, diagnosis = gen.send(row)
+    except StopIteration as stop:
+        return outcome(stop.value, StaleTokenError)
 
 
 async def async_fenced_update(conn, table, token, key, changes, raise_stale=True):
     """fenced_update() on an AsyncConnection."""
-    return await _async_fenced(conn, FENCED_UPDATE, (table, int(token), json.dumps(key),
-                                                     json.dumps(changes)), table, token, key, raise_stale)
+    return await _async_fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
 async def async_fenced_delete(conn, table, token, key, raise_stale=True):
-    return await _async_fenced(conn, FENCED_DELETE, (table, int(token), json.dumps(key)),
-                               table, token, key, raise_stale)
+    return await _async_fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
 async def async_fenced_upsert(conn, table, token, row, raise_stale=True):
-    return await _async_fenced(conn, FENCED_UPSERT, (table, int(token), json.dumps(row)),
-                               table, token, row, raise_stale)
+    return await _async_fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
 async def async_acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
@@ -464,5 +465,7 @@ async def async_check(conn, resource, token, namespace="default"):
 
 class _PsycopgAsyncWrites:
     transaction = staticmethod(async_transaction)
-    fenced = staticmethod(_async_fenced)
+    fenced_update = staticmethod(async_fenced_update)
+    fenced_delete = staticmethod(async_fenced_delete)
+    fenced_upsert = staticmethod(async_fenced_upsert)
     check = staticmethod(async_check)
