@@ -64,8 +64,8 @@ def has_function(name):
                          (name,)).fetchone()[0]
 
 
-def setup_table(name):
-    with admin() as c:
+def setup_table(name, conninfo=""):
+    with fp.connect(conninfo, autocommit=True) as c:
         c.execute(f"DROP TABLE IF EXISTS {name}")
         c.execute(f"CREATE TABLE {name} (id int PRIMARY KEY, v text, fence fencing_token)")
         scope, require = c.execute("SELECT scope, require_token FROM fencing_protected "
@@ -597,6 +597,65 @@ async def async_suite(f, required):
         crashed(f"{f.name}: leases 1.5")
 
 
+def old_sql_tests():
+    """The library on a database whose extension SQL is still 1.4 (new
+    files installed, ALTER EXTENSION UPDATE not run yet): the old paths work,
+    the 1.5 calls fail with ExtensionTooOldError."""
+    db = f"cp_old_{RUN}"
+    with admin() as c:
+        c.execute(f"CREATE DATABASE {db}")
+    conninfo = f"dbname={db}"
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as c:
+            c.execute("CREATE EXTENSION fencing VERSION '1.4'")
+        setup_table("cp_old", conninfo)
+        conn = fp.connect(conninfo, autocommit=True)
+        with fp.Lease(conninfo, f"cp-old-{RUN}", ttl=10) as lease:
+            token = lease.acquire()
+            ok = lease.fenced_update(conn, "cp_old", {"id": 1}, {"v": "x"}) == 1
+            missing = lease.fenced_update(conn, "cp_old", {"id": 99}, {"v": "x"})
+            fp.fenced_update(conn, "cp_old", token + 5, {"id": 1}, {"v": "newer"})
+            try:
+                lease.fenced_update(conn, "cp_old", {"id": 1}, {"v": "stale"})
+                stale = None
+            except pgfencing.StaleTokenError as e:
+                stale = (e.offered, e.hwm, e.schema, e.table)
+            report(ok and missing == 0 and stale == (token, token + 5, "public", "cp_old"),
+                   "SQL 1.4: fenced_update() tells stale (StaleTokenError from the HWM read after a 0) "
+                   "from missing (0)", (ok, missing, stale))
+            for call in (lambda: fp.acquire_all(conn, ["a", "b"], "h", 5), lambda: lease.check()):
+                try:
+                    call()
+                    report(False, "SQL 1.4: a 1.5 call is refused")
+                except pgfencing.ExtensionTooOldError as e:
+                    report("ALTER EXTENSION fencing UPDATE" in str(e),
+                           f"SQL 1.4: psycopg: {str(e).split(':')[0]} -> ExtensionTooOldError", str(e))
+        conn.close()
+
+        async def with_asyncpg():
+            a = await fa.connect(database=db)
+            try:
+                await fa.fenced_update(a, "cp_old", MAX, {"id": 2}, {"v": "top"})
+                try:
+                    await fa.fenced_update(a, "cp_old", MAX - 1, {"id": 2}, {"v": "stale"})
+                    report(False, "SQL 1.4: asyncpg: a stale fenced_update() raises")
+                except pgfencing.StaleTokenError as e:
+                    report((e.offered, e.hwm) == (MAX - 1, MAX),
+                           "SQL 1.4: asyncpg: stale fenced_update() raises StaleTokenError, HWM exact at MAX",
+                           (e.offered, e.hwm))
+                try:
+                    await fa.check(a, "r", 1)
+                    report(False, "SQL 1.4: asyncpg: check() is refused")
+                except pgfencing.ExtensionTooOldError:
+                    report(True, "SQL 1.4: asyncpg: check() -> ExtensionTooOldError")
+            finally:
+                await a.close()
+        asyncio.run(with_asyncpg())
+    finally:
+        with admin() as c:
+            c.execute(f"DROP DATABASE {db} WITH (FORCE)")
+
+
 def main():
     required = os.environ.get("REQUIRE_LEASES_1_5") == "1"
     report(pgfencing.parse_stale_detail(
@@ -616,6 +675,10 @@ def main():
         crashed("psycopg: leases 1.5")
     for flavor in (AsyncPsycopg(), AsyncPg()):
         asyncio.run(async_suite(flavor, required))
+    try:
+        old_sql_tests()
+    except Exception:
+        crashed("SQL 1.4 tests")
     for name in ("psycopg", "psycopg-async", "asyncpg"):
         try:
             pause_test(name)

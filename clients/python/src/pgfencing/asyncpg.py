@@ -125,15 +125,21 @@ async def fenced_upsert(conn, table, token, row, raise_stale=True):
 async def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
     """fencing_acquire_all(): a list of tokens in the given order, or None
     when not all were acquired (none is held then)."""
-    tokens = await conn.fetchval(ACQUIRE_ALL, list(resources), holder, interval(ttl),
-                                 interval(wait), namespace)
+    try:
+        tokens = await conn.fetchval(ACQUIRE_ALL, list(resources), holder, interval(ttl),
+                                     interval(wait), namespace)
+    except asyncpg.exceptions.UndefinedFunctionError as e:
+        raise errors.too_old("fencing_acquire_all", e) from e
     return None if tokens is None else [int(t) for t in tokens]
 
 
 async def check(conn, resource, token, namespace="default"):
     """fencing_check(): is token still current for resource? A check, not a
     fence (the answer can change right after): for external side effects."""
-    return await conn.fetchval(CHECK, resource, int(token), namespace)
+    try:
+        return await conn.fetchval(CHECK, resource, int(token), namespace)
+    except asyncpg.exceptions.UndefinedFunctionError as e:
+        raise errors.too_old("fencing_check", e) from e
 
 
 # ------------------------------------------------------------------ the lease

@@ -9,7 +9,7 @@ of them: no wrapping, no "fatal" class, on any connection of the process.
 import re
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
-           "LeaseNotAcquiredError", "parse_stale_detail"]
+           "LeaseNotAcquiredError", "ExtensionTooOldError", "parse_stale_detail"]
 
 STALE_TOKEN = "TF001"
 TOKEN_REQUIRED = "TF002"
@@ -95,3 +95,18 @@ class LeaseLostError(FencingError):
 class LeaseNotAcquiredError(FencingError, TimeoutError):
     """acquire() did not get the lease: another holder's lease is live and
     the wait (if any) passed."""
+
+
+class ExtensionTooOldError(FencingError):
+    """The installed SQL version of the extension lacks a function this call
+    needs (fencing_acquire_all, fencing_check: 1.5). Run ALTER EXTENSION
+    fencing UPDATE in the database."""
+
+    hint = "ALTER EXTENSION fencing UPDATE"
+
+
+def too_old(function, cause):
+    err = ExtensionTooOldError(f"{function}() is not installed in this database: the extension's "
+                               f"SQL is older than 1.5 (HINT: ALTER EXTENSION fencing UPDATE)")
+    err.__cause__ = cause
+    return err

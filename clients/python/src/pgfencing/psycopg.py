@@ -215,8 +215,11 @@ def fenced_upsert(conn, table, token, row, raise_stale=True):
 def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
     """fencing_acquire_all(): a list of tokens (one per resource, in the
     given order), or None when not all were acquired (none is held then)."""
-    row = conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl), interval(wait),
-                                         namespace)).fetchone()
+    try:
+        row = conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl), interval(wait),
+                                             namespace)).fetchone()
+    except psycopg.errors.UndefinedFunction as e:
+        raise errors.too_old("fencing_acquire_all", e) from e
     return None if row[0] is None else [int(t) for t in row[0]]
 
 
@@ -224,7 +227,10 @@ def check(conn, resource, token, namespace="default"):
     """fencing_check(): is token still current for resource? A check, not a
     fence: the answer can change right after it. Use it before an external
     side effect; writes to the database are fenced by the token itself."""
-    return conn.execute(_p(CHECK), (resource, int(token), namespace)).fetchone()[0]
+    try:
+        return conn.execute(_p(CHECK), (resource, int(token), namespace)).fetchone()[0]
+    except psycopg.errors.UndefinedFunction as e:
+        raise errors.too_old("fencing_check", e) from e
 
 
 # ------------------------------------------------------------------ the thread lease
@@ -387,9 +393,7 @@ class Lease(LeaseBase):
 
     def check(self, conn=None):
         """fencing_check() of this lease's token (on the lease's connection by default)."""
-        if conn is None:
-            return bool(self._one(CHECK, (self.resource, int(self.token), self.namespace)))
-        return check(conn, self.resource, self.token, self.namespace)
+        return check(conn or self._connection(), self.resource, self.token, self.namespace)
 
 
 # ------------------------------------------------------------------ the asyncio lease
@@ -452,14 +456,20 @@ async def async_fenced_upsert(conn, table, token, row, raise_stale=True):
 
 
 async def async_acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
-    cur = await conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl),
-                                               interval(wait), namespace))
+    try:
+        cur = await conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl),
+                                                   interval(wait), namespace))
+    except psycopg.errors.UndefinedFunction as e:
+        raise errors.too_old("fencing_acquire_all", e) from e
     tokens = (await cur.fetchone())[0]
     return None if tokens is None else [int(t) for t in tokens]
 
 
 async def async_check(conn, resource, token, namespace="default"):
-    cur = await conn.execute(_p(CHECK), (resource, int(token), namespace))
+    try:
+        cur = await conn.execute(_p(CHECK), (resource, int(token), namespace))
+    except psycopg.errors.UndefinedFunction as e:
+        raise errors.too_old("fencing_check", e) from e
     return (await cur.fetchone())[0]
 
 
