@@ -9,7 +9,8 @@ of them: no wrapping, no "fatal" class, on any connection of the process.
 import re
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
-           "LeaseNotAcquiredError", "ExtensionTooOldError", "parse_stale_detail"]
+           "LeaseNotAcquiredError", "ExtensionTooOldError", "parse_stale_detail", "translate",
+           "typed_errors"]
 
 STALE_TOKEN = "TF001"
 TOKEN_REQUIRED = "TF002"
@@ -110,3 +111,58 @@ def too_old(function, cause):
                                f"SQL is older than 1.5 (HINT: ALTER EXTENSION fencing UPDATE)")
     err.__cause__ = cause
     return err
+
+
+def translate(exc):
+    """fencing's typed error for any driver's or ORM's exception, or None
+    when it is not one of fencing's refusals. Follows SQLAlchemy's .orig and
+    Django's __cause__ down to the driver error; reads the SQLSTATE
+    (.sqlstate: psycopg 3, asyncpg; .pgcode: psycopg2) and the DETAIL,
+    schema and table fields (.diag: psycopg 2 and 3; attributes: asyncpg).
+    The psycopg 3 and asyncpg modules make this unnecessary for their drivers
+    (their errors already are the typed ones); use it for psycopg2 under
+    Django or SQLAlchemy."""
+    seen = set()
+    e = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, FencingError):
+            return e
+        state = getattr(e, "sqlstate", None) or getattr(e, "pgcode", None)
+        if state in (STALE_TOKEN, TOKEN_REQUIRED):
+            return _typed_from(e, state, exc)
+        e = getattr(e, "orig", None) or e.__cause__
+    return None
+
+
+def _typed_from(e, state, outer):
+    diag = getattr(e, "diag", None)
+
+    def field(diag_name, attr):
+        return getattr(diag, diag_name, None) or getattr(e, attr, None)
+    message = field("message_primary", "message") or str(e)
+    if state == TOKEN_REQUIRED:
+        err = TokenRequiredError(message)
+    else:
+        key, offered, hwm, strict = parse_stale_detail(field("message_detail", "detail"))
+        err = StaleTokenError._build(message, schema=field("schema_name", "schema_name"),
+                                     table=field("table_name", "table_name"), key=key,
+                                     offered=offered, hwm=hwm, strict=strict)
+    err.__cause__ = outer
+    return err
+
+
+class typed_errors:
+    """with typed_errors(): ... re-raises fencing's refusals from any driver
+    or ORM as StaleTokenError / TokenRequiredError (from the original)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is None or isinstance(exc, FencingError):
+            return False
+        typed = translate(exc)
+        if typed is None:
+            return False
+        raise typed from exc
