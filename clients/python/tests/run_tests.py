@@ -249,30 +249,44 @@ def sync_heartbeat():
     conn.close()
 
 
+class RenewalBlocker:
+    """Blocks a lease's renewals with a lock on its fencing.lease row (held
+    by another transaction) and records, from the lost callback, how many
+    seconds the server's lease still had (on a connection opened before)."""
+
+    def __init__(self, resource):
+        self.resource, self.left = resource, None
+        self.called = threading.Event()
+        self.locker, self.watcher = admin(), admin()
+
+    def on_lost(self, lease):
+        self.left = self.watcher.execute(
+            "SELECT extract(epoch FROM expires_at - clock_timestamp())::float8 FROM fencing.lease "
+            "WHERE resource = %s", (self.resource,)).fetchone()[0]
+        self.called.set()
+
+    def lock(self):
+        self.locker.execute("BEGIN")
+        self.locker.execute("SELECT 1 FROM fencing.lease WHERE resource = %s FOR UPDATE", (self.resource,))
+
+    def finish(self, who, fired, lease):
+        self.locker.execute("ROLLBACK")
+        report(fired and self.called.is_set() and (self.left or 0) > 0,
+               f"{who}: renewals blocked by a row lock: the lost signal fires before the server's TTL "
+               f"ends ({self.left or 0:.2f} s before)", (fired, self.left, lease.lost_reason))
+        self.locker.close()
+        self.watcher.close()
+
+
 def sync_blocked_renewals():
-    """Renewals blocked by a lock on the lease row: the lost signal must fire
-    while the server still holds the lease (before its TTL runs out)."""
-    resource = f"cp-blocked-psycopg-{RUN}"
-    seen = {}
-    locker = admin()
-
-    watcher = admin()  # opened beforehand: the callback only queries
-
-    def on_lost(lease):
-        seen["left"] = watcher.execute("SELECT extract(epoch FROM expires_at - clock_timestamp())::float8 "
-                                       "FROM fencing.lease WHERE resource = %s", (resource,)).fetchone()[0]
-        called.set()
-    called = threading.Event()
-    lease = fp.Lease("", resource, ttl=2 * TTL, margin=0.6 * TTL, on_lost=on_lost)
+    """Renewals blocked: the lost signal must fire while the server still
+    holds the lease (before its TTL runs out)."""
+    blocker = RenewalBlocker(f"cp-blocked-psycopg-{RUN}")
+    lease = fp.Lease("", blocker.resource, ttl=2 * TTL, margin=0.6 * TTL, on_lost=blocker.on_lost)
     lease.acquire()
-    locker.execute("BEGIN")
-    locker.execute("SELECT 1 FROM fencing.lease WHERE resource = %s FOR UPDATE", (resource,))
-    fired = lease.lost_event.wait(TTL * 6) and called.wait(TTL * 6)
-    locker.execute("ROLLBACK")
-    report(fired and seen.get("left", 0) > 0,
-           "psycopg: renewals blocked by a row lock: the lost signal fires before the server's TTL ends "
-           f"({seen.get('left', 0):.2f} s before)",
-           (fired, seen, lease.lost_reason))
+    blocker.lock()
+    fired = lease.lost_event.wait(TTL * 6) and blocker.called.wait(TTL * 6)
+    blocker.finish("psycopg", fired, lease)
     try:
         with lease.transaction(admin()):
             pass
@@ -280,8 +294,6 @@ def sync_blocked_renewals():
     except pgfencing.LeaseLostError:
         report(True, "psycopg: a lost lease refuses transaction() with LeaseLostError")
     lease.close()
-    locker.close()
-    watcher.close()
 
 
 def sync_carriage():
@@ -439,29 +451,16 @@ async def async_heartbeat(f):
 
 
 async def async_blocked_renewals(f):
-    resource = f"cp-blocked-{f.name}-{RUN}"
-    seen = {}
-    locker = admin()
-
-    watcher = admin()  # opened beforehand: the callback only queries
-
-    def on_lost(lease):
-        seen["left"] = watcher.execute("SELECT extract(epoch FROM expires_at - clock_timestamp())::float8 "
-                                       "FROM fencing.lease WHERE resource = %s", (resource,)).fetchone()[0]
-    lease = f.lease(resource, ttl=2 * TTL, margin=0.6 * TTL, on_lost=on_lost)
+    blocker = RenewalBlocker(f"cp-blocked-{f.name}-{RUN}")
+    lease = f.lease(blocker.resource, ttl=2 * TTL, margin=0.6 * TTL, on_lost=blocker.on_lost)
     await lease.acquire()
-    locker.execute("BEGIN")
-    locker.execute("SELECT 1 FROM fencing.lease WHERE resource = %s FOR UPDATE", (resource,))
+    blocker.lock()
     try:
         await asyncio.wait_for(lease.lost_event.wait(), TTL * 6)
         fired = True
     except asyncio.TimeoutError:
         fired = False
-    locker.execute("ROLLBACK")
-    report(fired and seen.get("left", 0) > 0,
-           f"{f.name}: renewals blocked by a row lock: the lost signal fires before the server's TTL ends "
-           f"({seen.get('left', 0):.2f} s before)",
-           (fired, seen, lease.lost_reason))
+    blocker.finish(f.name, fired, lease)
     conn = await f.connect()
     try:
         await lease.fenced_update(conn, "cp_hb_x", {"id": 1}, {"v": 1})
@@ -470,8 +469,6 @@ async def async_blocked_renewals(f):
         report(True, f"{f.name}: a lost lease refuses fenced_update() with LeaseLostError")
     await f.close(conn)
     await lease.close()
-    locker.close()
-    watcher.close()
 
 
 async def async_carriage(f):

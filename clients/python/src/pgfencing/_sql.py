@@ -144,6 +144,27 @@ def fenced_steps(cache, conn, kind, table, token, key, jargs, raise_stale):
     return ("count", 0) if found is None else ("stale", found, 0)
 
 
+def drive(steps, fetch, diagnose):
+    """Runs fenced_steps() with a driver's fetch(sql, args) -> row and
+    diagnose(sql, args) -> row or DIAGNOSIS_FAILED (in a savepoint)."""
+    try:
+        sql, args, diagnosis = next(steps)
+        while True:
+            sql, args, diagnosis = steps.send((diagnose if diagnosis else fetch)(sql, args))
+    except StopIteration as stop:
+        return stop.value
+
+
+async def drive_async(steps, fetch, diagnose):
+    """drive() with coroutine functions."""
+    try:
+        sql, args, diagnosis = next(steps)
+        while True:
+            sql, args, diagnosis = steps.send(await (diagnose if diagnosis else fetch)(sql, args))
+    except StopIteration as stop:
+        return stop.value
+
+
 def outcome(result, stale_error):
     """The count of a finished fenced_steps(), or its StaleTokenError (with
     .written: rows the same call did write, kept unless rolled back)."""

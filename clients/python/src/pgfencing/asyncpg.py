@@ -15,8 +15,8 @@ import asyncpg
 import asyncpg.exceptions
 
 from . import errors
-from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, fenced_steps,
-                   interval, outcome, token_text)
+from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, drive_async,
+                   fenced_steps, interval, outcome, token_text)
 
 __all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced_update",
            "fenced_delete", "fenced_upsert", "acquire_all", "check", "StaleTokenError",
@@ -90,21 +90,18 @@ _HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced
 
 
 async def _fenced(conn, kind, table, token, key, jargs, raise_stale):
-    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
-    try:
-        sql, args, diagnosis = next(gen)
-        while True:
-            if diagnosis:
-                try:
-                    async with conn.transaction():  # a savepoint inside an open transaction
-                        row = await conn.fetchrow(sql, *args)
-                except asyncpg.PostgresError:
-                    row = DIAGNOSIS_FAILED
-            else:
-                row = await conn.fetchrow(sql, *args)
-            sql, args, diagnosis = gen.send(None if row is None else tuple(row))
-    except StopIteration as stop:
-        return outcome(stop.value, StaleTokenError)
+    async def fetch(sql, args):
+        row = await conn.fetchrow(sql, *args)
+        return None if row is None else tuple(row)
+
+    async def diagnose(sql, args):
+        try:
+            async with conn.transaction():  # a savepoint inside an open transaction
+                return await fetch(sql, args)
+        except asyncpg.PostgresError:
+            return DIAGNOSIS_FAILED
+    steps = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    return outcome(await drive_async(steps, fetch, diagnose), StaleTokenError)
 
 
 async def fenced_update(conn, table, token, key, changes, raise_stale=True):

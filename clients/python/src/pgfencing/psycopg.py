@@ -23,7 +23,8 @@ from psycopg.types import TypeInfo
 from . import errors
 from ._lease import LeaseBase, monotonic
 from ._sql import (ACQUIRE, ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_TYPE, RELEASE, RENEW,
-                   SET_TOKEN, fenced_steps, interval, outcome, token_text)
+                   SET_TOKEN, drive, drive_async, fenced_steps, interval, outcome,
+                   token_text)
 
 __all__ = ["register", "register_async", "connect", "async_connect", "Token", "Lease", "AsyncLease",
            "transaction", "async_transaction", "fenced_update", "fenced_delete", "fenced_upsert",
@@ -179,21 +180,17 @@ _HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced
 
 
 def _fenced(conn, kind, table, token, key, jargs, raise_stale):
-    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
-    try:
-        sql, args, diagnosis = next(gen)
-        while True:
-            if diagnosis:
-                try:
-                    with conn.transaction():  # a savepoint inside an open transaction
-                        row = conn.execute(_p(sql), args).fetchone()
-                except psycopg.Error:
-                    row = DIAGNOSIS_FAILED
-            else:
-                row = conn.execute(_p(sql), args).fetchone()
-            sql, args, diagnosis = gen.send(row)
-    except StopIteration as stop:
-        return outcome(stop.value, StaleTokenError)
+    def fetch(sql, args):
+        return conn.execute(_p(sql), args).fetchone()
+
+    def diagnose(sql, args):
+        try:
+            with conn.transaction():  # a savepoint inside an open transaction
+                return fetch(sql, args)
+        except psycopg.Error:
+            return DIAGNOSIS_FAILED
+    steps = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    return outcome(drive(steps, fetch, diagnose), StaleTokenError)
 
 
 def fenced_update(conn, table, token, key, changes, raise_stale=True):
@@ -425,21 +422,17 @@ def AsyncLease(conninfo, resource, **kwargs):
 
 
 async def _async_fenced(conn, kind, table, token, key, jargs, raise_stale):
-    gen = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
-    try:
-        sql, args, diagnosis = next(gen)
-        while True:
-            if diagnosis:
-                try:
-                    async with conn.transaction():
-                        row = await (await conn.execute(_p(sql), args)).fetchone()
-                except psycopg.Error:
-                    row = DIAGNOSIS_FAILED
-            else:
-                row = await (await conn.execute(_p(sql), args)).fetchone()
-            sql, args, diagnosis = gen.send(row)
-    except StopIteration as stop:
-        return outcome(stop.value, StaleTokenError)
+    async def fetch(sql, args):
+        return await (await conn.execute(_p(sql), args)).fetchone()
+
+    async def diagnose(sql, args):
+        try:
+            async with conn.transaction():
+                return await fetch(sql, args)
+        except psycopg.Error:
+            return DIAGNOSIS_FAILED
+    steps = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    return outcome(await drive_async(steps, fetch, diagnose), StaleTokenError)
 
 
 async def async_fenced_update(conn, table, token, key, changes, raise_stale=True):
