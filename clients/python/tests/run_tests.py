@@ -296,6 +296,24 @@ def sync_blocked_renewals():
     lease.close()
 
 
+def kill_lease_connections():
+    """pg_terminate_backend() of every lease connection: the count killed."""
+    with admin() as c:
+        return c.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                         "WHERE application_name = 'pgfencing-lease'").fetchone()[0]
+
+
+def sync_reconnect():
+    resource = f"cp-kill-psycopg-{RUN}"
+    with fp.Lease("", resource, ttl=TTL) as lease:
+        token = lease.acquire()
+        killed = kill_lease_connections()
+        time.sleep(TTL * 2)
+        report(killed == 1 and not lease.lost and lease_row(resource)[:3] == (token, True, True),
+               "psycopg: the heartbeat reconnects after its connection is killed; the lease stays live",
+               (killed, lease.lost_reason, lease_row(resource)))
+
+
 def sync_carriage():
     table, resource = "cp_carry_psycopg", f"cp-carry-psycopg-{RUN}"
     setup_table(table)
@@ -471,6 +489,17 @@ async def async_blocked_renewals(f):
     await lease.close()
 
 
+async def async_reconnect(f):
+    resource = f"cp-kill-{f.name}-{RUN}"
+    async with f.lease(resource, ttl=TTL) as lease:
+        token = await lease.acquire()
+        killed = kill_lease_connections()
+        await asyncio.sleep(TTL * 2)
+        report(killed == 1 and not lease.lost and lease_row(resource)[:3] == (token, True, True),
+               f"{f.name}: the heartbeat reconnects after its connection is killed; the lease stays live",
+               (killed, lease.lost_reason, lease_row(resource)))
+
+
 async def async_carriage(f):
     table, resource = f"cp_carry_{f.name.replace('-', '_')}", f"cp-carry-{f.name}-{RUN}"
     setup_table(table)
@@ -588,7 +617,8 @@ async def async_leases_1_5(f, required):
 
 
 async def async_suite(f, required):
-    for test in (async_acquire, async_heartbeat, async_blocked_renewals, async_carriage, async_fenced,
+    for test in (async_acquire, async_heartbeat, async_reconnect, async_blocked_renewals, async_carriage,
+                 async_fenced,
                  async_max_and_binary):
         try:
             await test(f)
@@ -704,7 +734,8 @@ def main():
         "the high-water mark 4 (strict: a token is admitted to one transaction only).")
         == ("Key (k)=(: offered token 1 is below the high-water mark 2.)", 3, 4, True),
         "DETAIL parser: the fixed tail at the end wins over a key that imitates it")
-    for test in (sync_acquire, sync_heartbeat, sync_blocked_renewals, sync_carriage, sync_fenced,
+    for test in (sync_acquire, sync_heartbeat, sync_reconnect, sync_blocked_renewals, sync_carriage,
+                 sync_fenced,
                  sync_max_and_binary):
         try:
             test()

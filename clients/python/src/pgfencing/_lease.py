@@ -21,6 +21,11 @@ from .errors import LeaseLostError
 monotonic = time.monotonic
 
 
+# The lease connections' application_name, unless the caller sets one: they
+# are easy to tell apart in pg_stat_activity.
+APPLICATION_NAME = "pgfencing-lease"
+
+
 def default_holder():
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -55,6 +60,12 @@ class LeaseTiming:
         the deadline."""
         delay = self.renew_every * random.uniform(1 - self.jitter, 1 + self.jitter)
         return max(0.0, min(delay, self.remaining()))
+
+    def retry_sleep(self):
+        """Seconds to the retry after a failed renewal (a broken connection):
+        soon, so that a reconnect still lands within the safe time."""
+        return max(0.0, min(self.renew_every / 8 * random.uniform(1 - self.jitter, 1 + self.jitter),
+                            self.remaining()))
 
     def remaining(self):
         return 0.0 if self.deadline is None else self.deadline - monotonic()

@@ -87,8 +87,10 @@ class AsyncLease(LeaseBase):
             cb(self)
 
     async def _renew_loop(self):
+        delay = self._timing.next_sleep()
         while True:
-            await asyncio.sleep(self._timing.next_sleep())
+            await asyncio.sleep(delay)
+            delay = self._timing.next_sleep()
             if self.lost:
                 return
             sent = monotonic()
@@ -99,6 +101,7 @@ class AsyncLease(LeaseBase):
                     max(self._timing.remaining(), 0.001))
             except (asyncio.TimeoutError, OSError, *self._backend.errors):
                 await self._backend.drop()
+                delay = self._timing.retry_sleep()
                 continue  # retried until the deadline; the watchdog fires the signal
             if ok:
                 self._timing.confirmed(sent)

@@ -15,6 +15,7 @@ import asyncpg
 import asyncpg.exceptions
 
 from . import errors
+from ._lease import APPLICATION_NAME
 from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, drive_async,
                    fenced_steps, interval, outcome, token_text)
 
@@ -171,4 +172,7 @@ def Lease(dsn, resource, **kwargs):
     connection to dsn; other keyword arguments go to asyncpg.connect()."""
     from .aio import AsyncLease
     connect_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k not in AsyncLease.OPTIONS}
+    settings = dict(connect_kwargs.get("server_settings") or {})
+    settings.setdefault("application_name", APPLICATION_NAME)
+    connect_kwargs["server_settings"] = settings
     return AsyncLease(_Backend(dsn, connect_kwargs), resource, _Writes, **kwargs)

@@ -21,7 +21,7 @@ from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
 from . import errors
-from ._lease import LeaseBase, monotonic
+from ._lease import APPLICATION_NAME, LeaseBase, monotonic
 from ._sql import (ACQUIRE, ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_TYPE, RELEASE, RENEW,
                    SET_TOKEN, drive, drive_async, fenced_steps, interval, outcome,
                    token_text)
@@ -246,6 +246,7 @@ class Lease(LeaseBase):
     def __init__(self, conninfo, resource, *, holder=None, ttl=30.0, namespace="default",
                  renew_every=None, jitter=0.2, margin=None, on_lost=None, **connect_kwargs):
         super().__init__(resource, holder, ttl, namespace, renew_every, jitter, margin, on_lost)
+        connect_kwargs.setdefault("application_name", APPLICATION_NAME)
         self._conninfo, self._connect_kwargs = conninfo, connect_kwargs
         self._conn = None
         self._stop = threading.Event()
@@ -338,7 +339,8 @@ class Lease(LeaseBase):
             self.on_lost(self)
 
     def _renew_loop(self):
-        while not self._stop.wait(self._timing.next_sleep()):
+        delay = self._timing.next_sleep()
+        while not self._stop.wait(delay):
             if self.lost:
                 return
             sent = monotonic()
@@ -347,7 +349,9 @@ class Lease(LeaseBase):
                                        interval(self.ttl), self.namespace))
             except psycopg.Error:
                 self._drop_connection()
+                delay = self._timing.retry_sleep()
                 continue  # retried until the deadline; the watchdog fires the signal
+            delay = self._timing.next_sleep()
             if self._stop.is_set():
                 return
             if ok:
@@ -418,6 +422,7 @@ def AsyncLease(conninfo, resource, **kwargs):
     AsyncConnection; writes with transaction()/fenced_*() on AsyncConnections."""
     from .aio import AsyncLease as _AsyncLease
     connect_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k not in _AsyncLease.OPTIONS}
+    connect_kwargs.setdefault("application_name", APPLICATION_NAME)
     return _AsyncLease(_AsyncBackend(conninfo, connect_kwargs), resource, _PsycopgAsyncWrites, **kwargs)
 
 
