@@ -224,6 +224,12 @@ def sync_acquire():
         except pgfencing.LeaseNotAcquiredError:
             took = time.monotonic() - t0
             report(0.4 <= took < 3, f"psycopg: acquire(wait=0.5) waits, then gives up ({took:.2f} s)", took)
+        threading.Timer(0.3, a.release).start()
+        t0 = time.monotonic()
+        got = b.acquire(wait=10)
+        took = time.monotonic() - t0
+        report(got > token and took < 5, f"psycopg: acquire(wait=10) gets the lease {took:.2f} s after "
+               f"the holder releases it at 0.3 s (token {token} -> {got})", (got, took))
         b.close()
     report(lease_row(resource)[1] is False, "psycopg: closing the lease releases it", lease_row(resource))
 
@@ -444,6 +450,16 @@ async def async_acquire(f):
         except pgfencing.LeaseNotAcquiredError:
             took = time.monotonic() - t0
             report(0.4 <= took < 3, f"{f.name}: acquire(wait=0.5) waits, then gives up ({took:.2f} s)", took)
+        async def release_soon():
+            await asyncio.sleep(0.3)
+            await a.release()
+        releasing = asyncio.create_task(release_soon())
+        t0 = time.monotonic()
+        got = await b.acquire(wait=10)
+        took = time.monotonic() - t0
+        await releasing
+        report(got > token and took < 5, f"{f.name}: acquire(wait=10) gets the lease {took:.2f} s after "
+               f"the holder releases it at 0.3 s (token {token} -> {got})", (got, took))
         await b.close()
     report(lease_row(resource)[1] is False, f"{f.name}: closing the lease releases it", lease_row(resource))
 
@@ -571,6 +587,9 @@ async def async_max_and_binary(f):
         report(got == MAX and type(got) is int, f"{f.name}: the max token reads back exactly as int", got)
     if f.name == "asyncpg":
         import asyncpg
+        async with fa.create_pool(min_size=1, max_size=2) as pool:
+            got = await pool.fetchval("SELECT $1::fencing_token", MAX)
+        report(got == MAX, "asyncpg: create_pool() registers the codecs on its connections", got)
         raw = await asyncpg.connect()
         try:
             await raw.fetchval("SELECT $1::fencing_token", 34)
