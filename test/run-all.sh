@@ -65,6 +65,10 @@
 #   client-node  the Node.js client library pg-fencing (clients/node/test.sh): leases,
 #              heartbeat, a holder paused with SIGSTOP, token carriage, typed errors,
 #              the largest token, npm pack; its own scratch cluster
+#   client-python  the Python client library (clients/python/test.sh): wheel and
+#              sdist built offline and installed into venvs; leases, heartbeat, a
+#              SIGSTOP past the TTL, token carriage, codecs, for psycopg 3 (sync and
+#              async) and asyncpg, on its own scratch cluster
 #   pg15-assert, pg18-assert
 #              PostgreSQL 15 and 18 built from Debian's source with --enable-cassert
 #              (test/pg/build-server.sh, cached): the extension with -Werror,
@@ -88,7 +92,7 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples client-java client-go client-node sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    encodings examples client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
@@ -243,6 +247,7 @@ suite_examples() { run_tap_like examples examples/run.sh; }
 suite_client-java() { run_tap_like client-java clients/java/test.sh; }
 suite_client-go() { run_tap_like client-go clients/go/test.sh; }
 suite_client-node() { run_tap_like client-node clients/node/test.sh; }
+suite_client-python() { run_tap_like client-python clients/python/test.sh; }
 suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 
 suite_tap() {

@@ -1,0 +1,178 @@
+"""fencing for asyncpg: codecs, typed errors, the asyncio lease, writes
+under the token.
+
+    import pgfencing.asyncpg as fa
+    conn = await fa.connect("postgresql:///app")              # codecs registered
+    async with fa.Lease("postgresql:///app", "orders-compactor", ttl=10) as lease:
+        await lease.acquire(wait=30)
+        async with lease.transaction(conn):                     # BEGIN; SET LOCAL fencing.token
+            await conn.execute("UPDATE orders SET state = 'done' WHERE id = $1", 7)
+"""
+import weakref
+from contextlib import asynccontextmanager
+
+import asyncpg
+import asyncpg.exceptions
+
+from . import errors
+from ._lease import APPLICATION_NAME
+from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, drive_async,
+                   fenced_steps, interval, outcome, token_text)
+
+__all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced_update",
+           "fenced_delete", "fenced_upsert", "acquire_all", "check", "StaleTokenError",
+           "TokenRequiredError"]
+
+
+# ------------------------------------------------------------------ errors
+# asyncpg maps a SQLSTATE to the PostgresError subclass that declares it;
+# without these, TF001/TF002 come out as UnknownPostgresError, a
+# FatalPostgresError ("should result in server disconnection").
+
+class StaleTokenError(errors.StaleTokenError, asyncpg.PostgresError):
+    sqlstate = errors.STALE_TOKEN
+
+    def _server_fields(self):
+        return self.detail, self.schema_name, self.table_name
+
+
+class TokenRequiredError(errors.TokenRequiredError, asyncpg.PostgresError):
+    sqlstate = errors.TOKEN_REQUIRED
+
+
+# ------------------------------------------------------------------ codecs
+
+async def register(conn):
+    """fencing_token as int over asyncpg's binary int8 codec (the type's
+    send/recv are int8's): Python ints as parameters, ints in results, exact
+    at 9223372036854775807; fencing_token[] follows. Returns the schema."""
+    schema = await conn.fetchval(EXTENSION_SCHEMA)
+    if schema is None:
+        raise asyncpg.exceptions.UndefinedObjectError(
+            "extension fencing is not installed in this database")
+    await conn.set_builtin_type_codec("fencing_token", schema=schema, codec_name="int8")
+    return schema
+
+
+async def connect(dsn=None, **kwargs):
+    """asyncpg.connect() with the codecs registered."""
+    conn = await asyncpg.connect(dsn, **kwargs)
+    try:
+        await register(conn)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+def create_pool(dsn=None, *, init=None, **kwargs):
+    """asyncpg.create_pool() whose connections have the codecs registered
+    (before the caller's own init, if any)."""
+    async def _init(conn):
+        await register(conn)
+        if init is not None:
+            await init(conn)
+    return asyncpg.create_pool(dsn, init=_init, **kwargs)
+
+
+# ------------------------------------------------------------------ writing under a token
+
+@asynccontextmanager
+async def transaction(conn, token):
+    """BEGIN; SET LOCAL fencing.token = token; <block>; COMMIT (asyncpg's
+    transaction(): a savepoint inside an open one; the token still ends with
+    the outer transaction). Yields conn."""
+    async with conn.transaction():
+        await conn.execute(SET_TOKEN, token_text(token))
+        yield conn
+
+
+_HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
+
+
+async def _fenced(conn, kind, table, token, key, jargs, raise_stale):
+    async def fetch(sql, args):
+        row = await conn.fetchrow(sql, *args)
+        return None if row is None else tuple(row)
+
+    async def diagnose(sql, args):
+        try:
+            async with conn.transaction():  # a savepoint inside an open transaction
+                return await fetch(sql, args)
+        except asyncpg.PostgresError:
+            return DIAGNOSIS_FAILED
+    steps = fenced_steps(_HAS_RESULT, conn, kind, table, token, key, jargs, raise_stale)
+    return outcome(await drive_async(steps, fetch, diagnose), StaleTokenError)
+
+
+async def fenced_update(conn, table, token, key, changes, raise_stale=True):
+    """fenced_update(): rows written. A row refused as stale raises
+    StaleTokenError (raise_stale=False: the count only); 0 without an error
+    means no row matched."""
+    return await _fenced(conn, "update", table, token, key, (key, changes), raise_stale)
+
+
+async def fenced_delete(conn, table, token, key, raise_stale=True):
+    return await _fenced(conn, "delete", table, token, key, (key,), raise_stale)
+
+
+async def fenced_upsert(conn, table, token, row, raise_stale=True):
+    return await _fenced(conn, "upsert", table, token, row, (row,), raise_stale)
+
+
+async def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
+    """fencing_acquire_all(): a list of tokens in the given order, or None
+    when not all were acquired (none is held then)."""
+    try:
+        tokens = await conn.fetchval(ACQUIRE_ALL, list(resources), holder, interval(ttl),
+                                     interval(wait), namespace)
+    except asyncpg.exceptions.UndefinedFunctionError as e:
+        raise errors.too_old("fencing_acquire_all", e) from e
+    return None if tokens is None else [int(t) for t in tokens]
+
+
+async def check(conn, resource, token, namespace="default"):
+    """fencing_check(): is token still current for resource? A check, not a
+    fence (the answer can change right after): for external side effects."""
+    try:
+        return await conn.fetchval(CHECK, resource, int(token), namespace)
+    except asyncpg.exceptions.UndefinedFunctionError as e:
+        raise errors.too_old("fencing_check", e) from e
+
+
+# ------------------------------------------------------------------ the lease
+
+class _Backend:
+    errors = (asyncpg.PostgresError, asyncpg.InterfaceError)
+
+    def __init__(self, dsn, kwargs):
+        self.dsn, self.kwargs, self.conn = dsn, kwargs, None
+
+    async def one(self, sql, args):
+        if self.conn is None or self.conn.is_closed():
+            self.conn = await connect(self.dsn, **self.kwargs)
+        return await self.conn.fetchval(sql, *args)
+
+    async def drop(self):
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.terminate()
+
+
+class _Writes:
+    transaction = staticmethod(transaction)
+    fenced_update = staticmethod(fenced_update)
+    fenced_delete = staticmethod(fenced_delete)
+    fenced_upsert = staticmethod(fenced_upsert)
+    check = staticmethod(check)
+
+
+def Lease(dsn, resource, **kwargs):
+    """An asyncio lease (pgfencing.aio.AsyncLease) renewed on its own asyncpg
+    connection to dsn; other keyword arguments go to asyncpg.connect()."""
+    from .aio import AsyncLease
+    connect_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k not in AsyncLease.OPTIONS}
+    settings = dict(connect_kwargs.get("server_settings") or {})
+    settings.setdefault("application_name", APPLICATION_NAME)
+    connect_kwargs["server_settings"] = settings
+    return AsyncLease(_Backend(dsn, connect_kwargs), resource, _Writes, **kwargs)

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The Python client's suite (test/run-all.sh client-python). Offline:
+#   1. builds the wheel (pip wheel --no-build-isolation) and the sdist
+#      (setuptools' PEP 517 hook) from a copy of clients/python;
+#   2. installs the wheel into a temporary venv that sees Debian's
+#      python3-psycopg and python3-asyncpg (--system-site-packages), the sdist
+#      into a second one;
+#   3. starts its own scratch cluster (test/cluster.sh, as postgres, on
+#      CLIENT_PYTHON_PGPORT, default 55440, in a private directory) with the
+#      installed extension (make install first);
+#   4. runs tests/run_tests.py and example.py from the venv.
+# Prints "ok N - ..." / "not ok N - ..." lines.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PY=/usr/bin/python3
+WORK=$(mktemp -d /tmp/pgfencing-test.XXXXXX)
+chmod 755 "$WORK"
+export FENCING_PGPORT=${CLIENT_PYTHON_PGPORT:-55440}
+export FENCING_CLUSTER_DIR=$WORK/cluster
+export PIP_NO_INDEX=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+cleanup() {
+    "$ROOT/test/cluster.sh" stop || true
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+n=0
+check() {  # check DESCRIPTION COMMAND...: one TAP line; the output is kept as comments on failure
+    n=$((n + 1))
+    local out
+    if out=$("${@:2}" 2>&1); then
+        echo "ok $n - $1"
+    else
+        echo "not ok $n - $1"
+        printf '%s\n' "$out" | sed 's/^/# /'
+    fi
+}
+
+# ---- 1. build, offline, from a clean copy (no build/ or egg-info in the tree)
+mkdir -p "$WORK/src" "$WORK/dist"
+cp -r "$HERE/pyproject.toml" "$HERE/README.md" "$HERE/src" "$WORK/src/"
+find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
+check "wheel built offline (pip wheel --no-deps --no-build-isolation)" \
+    $PY -m pip wheel --no-deps --no-build-isolation --no-index -q -w "$WORK/dist" "$WORK/src"
+check "sdist built offline (setuptools.build_meta.build_sdist)" \
+    bash -c "cd '$WORK/src' && $PY -c 'import sys; from setuptools import build_meta as b; b.build_sdist(sys.argv[1])' '$WORK/dist' >/dev/null"
+WHEEL=$(ls "$WORK"/dist/fencing-*.whl 2>/dev/null | head -1)
+SDIST=$(ls "$WORK"/dist/fencing-*.tar.gz 2>/dev/null | head -1)
+check "the wheel holds the package and its metadata ($(basename "${WHEEL:-none}"))" $PY - "$WHEEL" <<'PY'
+import sys, zipfile
+names = set(zipfile.ZipFile(sys.argv[1]).namelist())
+need = {"pgfencing/__init__.py", "pgfencing/errors.py", "pgfencing/psycopg.py", "pgfencing/asyncpg.py",
+        "pgfencing/aio.py", "pgfencing/_lease.py", "pgfencing/_sql.py"}
+missing = need - names
+meta = [n for n in names if n.endswith(".dist-info/METADATA")]
+assert not missing and meta, (missing, meta)
+PY
+
+# ---- 2. install into throwaway venvs (no network: PIP_NO_INDEX)
+check "wheel installs into a venv" bash -c "$PY -m venv --system-site-packages '$WORK/venv' &&
+    '$WORK/venv/bin/pip' install -q --no-deps '$WHEEL'"
+check "sdist installs into a second venv" bash -c "$PY -m venv --system-site-packages '$WORK/venv2' &&
+    '$WORK/venv2/bin/pip' install -q --no-deps --no-build-isolation '$SDIST' &&
+    cd / && '$WORK/venv2/bin/python' -c 'import pgfencing.psycopg, pgfencing.asyncpg'"
+VPY=$WORK/venv/bin/python
+check "the venv imports pgfencing from the installed wheel" bash -c "cd / && '$VPY' -c '
+import pgfencing, pgfencing.psycopg, pgfencing.asyncpg
+assert pgfencing.__file__.startswith(\"$WORK/venv/\"), pgfencing.__file__'"
+
+# ---- 3. the scratch cluster
+"$ROOT/test/cluster.sh" start
+eval "$("$ROOT/test/cluster.sh" env)"
+check "CREATE EXTENSION fencing on the scratch cluster" psql -qAtX -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing"
+
+# ---- 4. the example, then the tests (numbered on from here)
+cd "$WORK"
+check "example.py runs against the cluster" "$VPY" "$HERE/example.py"
+# fencing_acquire_all()/fencing_check() are tested whenever this tree's
+# update script defines them (then their absence is a failure).
+if grep -q 'fencing_acquire_all' "$ROOT/sql/fencing--1.4--1.5.sql"; then export REQUIRE_LEASES_1_5=1; fi
+TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py"
