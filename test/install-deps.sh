@@ -32,10 +32,9 @@ FULL_ONLY=(
     sqlsmith
     # production surroundings: PgBouncer, pg_repack, pg_partman, asyncpg
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
-    # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)
     # the Python client (clients/python): wheel, sdist, venv installs, offline
     python3-venv python3-pip python3-setuptools python3-wheel
-    # the client examples (examples/): Django, SQLAlchemy, JDBC
+    # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)
     python3-django python3-psycopg2 python3-sqlalchemy
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
     default-jdk-headless libpostgresql-jdbc-java
