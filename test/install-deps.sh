@@ -23,6 +23,7 @@ DEMO=(
 FULL_ONLY=(
     clang libclang-rt-14-dev clang-format   # make fuzz (libFuzzer), make format
     libgtest-dev valgrind libipc-run-perl procps
+    gdb   # test/races: interleavings forced at a breakpoint in a backend
     gnuplot-nox  # the plots of bench/REPORT.md (make bench)
     python3-yaml
     golang-go golang-github-jackc-pgx-v4-dev  # clients/go (pgx v4, offline from /usr/share/gocode)

@@ -36,6 +36,8 @@
 #   integration GoogleTest + libpq against the same scratch cluster
 #   drivers    psycopg 3 binding tokens as smallint, integer, bigint, numeric
 #              and ActiveRecord saves (lock_version, partial_writes, attr_readonly)
+#   races      races forced with gdb where no isolation spec reaches: a key's first write
+#              racing the retirement of its entry (test/races/run.sh)
 #   keymove    key-move stress (Python, psycopg) against the same scratch cluster
 #   starvation a raise gets through 8 pgbench writers at the HWM (test/starvation/run.sh)
 #   stress     10k fenced writes from 8 paused (SIGSTOP) processes in every scope,
@@ -92,12 +94,12 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
 # Suites that run against the shared scratch cluster (the others start their own).
-ON_SHARED_CLUSTER=(regress security monitoring integration drivers keymove starvation
+ON_SHARED_CLUSTER=(regress security monitoring integration drivers races keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
 one_of() {  # one_of NAME LIST...: NAME is one of LIST
     local name=$1 x
@@ -232,6 +234,7 @@ suite_integration() {
 
 suite_drivers() { run_tap_like drivers test/drivers/run.sh; }
 suite_keymove() { run_tap_like keymove test/keymove/run.sh; }
+suite_races() { run_tap_like races test/races/run.sh; }
 suite_starvation() { run_tap_like starvation test/starvation/run.sh; }
 suite_stress() { STRESS_WRITES=${STRESS_WRITES:-10000} run_tap_like stress test/stress/run.sh; }
 # Backend RSS flat over 50k fenced_update() calls and 50k transparent-mode
