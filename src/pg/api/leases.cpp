@@ -2,6 +2,8 @@
 // fencing_release: see pg/api/leases.hpp.
 #include "pg/api/leases.hpp"
 
+#include "pg/api/lease_row.hpp"
+
 #include "pg/base/boundary.hpp"
 #include "pg/hwm/durability.hpp"
 #include "pg/hwm/store.hpp"
@@ -25,6 +27,7 @@ extern "C" {
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/sinvaladt.h"
 #include "utils/array.h"
 #include "utils/lsyscache.h"
@@ -204,7 +207,8 @@ InternalStatement lease_claim = {"SELECT token, " LEASE_LIVE
 // Why lease_claim got nothing: no row, a live lease (until expires_at), or a
 // row another transaction holds locked.
 InternalStatement lease_peek = {"SELECT expires_at, " LEASE_LIVE
-                                " FROM fencing.lease WHERE " LEASE_KEY,
+                                ", xmax::pg_catalog.text::pg_catalog.int8"
+                                "  FROM fencing.lease WHERE " LEASE_KEY,
                                 2,
                                 {TEXTOID, TEXTOID},
                                 nullptr};
@@ -276,6 +280,7 @@ struct AttemptResult {
     Attempt outcome;
     Token token;             // kAcquired, kReacquired
     TimestampTz expires_at;  // kTaken
+    TransactionId locker;    // kBusy: who holds the row, when known
 };
 
 bool Granted(const AttemptResult &r) {
@@ -293,10 +298,17 @@ int LockTimeoutFor(int64 wait_us) {
     return static_cast<int>(ms);
 }
 
-// The first lease row of a resource. The insert waits only for a concurrent
-// first acquire that has not ended; that wait is bounded by wait_us, then
-// 55P03.
-bool InsertFirstLease(Datum *values, const char *resource, int64 wait_us) {
+// The first lease row of a resource. Busy while another transaction is
+// writing it (checked first, so that the insert does not wait for it); the
+// insert then waits only for a first acquire begun in between, at most
+// wait_us (lock_timeout), then 55P03. No subtransaction: thousands of first
+// acquires in one transaction stay linear. kAcquired: inserted; kRetry: a
+// concurrent first acquire committed it first.
+Attempt InsertFirstLease(Datum *values, const char *name_space, const char *resource, int64 wait_us,
+                         TransactionId *locker) {
+    *locker = LeaseRowWriter(name_space, resource);
+    if (TransactionIdIsValid(*locker))
+        return Attempt::kBusy;
     int saved = LockTimeout;
     LockTimeout = LockTimeoutFor(wait_us);
     MemoryContext context = CurrentMemoryContext;
@@ -319,25 +331,31 @@ bool InsertFirstLease(Datum *values, const char *resource, int64 wait_us) {
     }
     PG_END_TRY();
     LockTimeout = saved;
-    return inserted;
+    return inserted ? Attempt::kAcquired : Attempt::kRetry;
 }
 
 // Why lease_claim found nothing to lock; inserts the first row when there is
 // none (true: this transaction now holds it, *last = 0).
-bool ClassifyUnclaimed(Datum *values, const char *resource, int64 wait_us, AttemptResult *why) {
+bool ClassifyUnclaimed(Datum *values, const char *name_space, const char *resource, int64 wait_us,
+                       AttemptResult *why) {
     if (RunInternalStatement(&lease_peek, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
         TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 1, &isnull));
         bool live = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+        Datum xmax = SPI_getbinval(tup, desc, 3, &isnull);
         // Live and not the caller's: taken. Otherwise lease_claim would have
-        // locked it, so another transaction holds it locked.
-        *why = {live ? Attempt::kTaken : Attempt::kBusy, 0, expires_at};
+        // locked it, so another transaction holds it locked (xmax names it,
+        // unless several lock it: then a multixact, which the wait skips).
+        *why = {live ? Attempt::kTaken : Attempt::kBusy, 0, expires_at,
+                static_cast<TransactionId>(DatumGetInt64(xmax))};
         return false;
     }
-    *why = {Attempt::kRetry, 0, 0};
-    return InsertFirstLease(values, resource, wait_us);
+    TransactionId locker = InvalidTransactionId;
+    Attempt inserted = InsertFirstLease(values, name_space, resource, wait_us, &locker);
+    *why = {inserted, 0, 0, locker};
+    return inserted == Attempt::kAcquired;
 }
 
 // Locks the resource's lease row when the lease can be granted to holder.
@@ -360,7 +378,7 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
         *last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
         *mine = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
     } else {
-        claimed = ClassifyUnclaimed(values, resource, wait_us, refused);
+        claimed = ClassifyUnclaimed(values, name_space, resource, wait_us, refused);
     }
     EndInternal(&session);
     return claimed;
@@ -417,14 +435,14 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
         // The holder's own live lease: the same token, no raise, no new
         // issue to make durable (as a renew).
         WriteLease(name_space, resource, holder, last, ttl, true);
-        return {Attempt::kReacquired, last, 0};
+        return {Attempt::kReacquired, last, 0, InvalidTransactionId};
     }
     Token token = RaiseAboveHwm(name_space, resource, last);
     WriteLease(name_space, resource, holder, token, ttl, false);
     // Issuing a token must survive any crash or failover, whatever
     // synchronous_commit says (the HWM raise already asked for it too).
     NoteHwmRaised();
-    return {Attempt::kAcquired, token, 0};
+    return {Attempt::kAcquired, token, 0, InvalidTransactionId};
 }
 
 // fencing_acquire's and fencing_acquire_all's common arguments.
@@ -466,40 +484,27 @@ int64 MicrosSince(instr_time started) {
     return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
 }
 
-// Sleeps until the live lease expires or the wait ends (left_us from now),
-// whichever is first, or until a release or renew of it wakes this backend.
-// A row another transaction holds locked is looked at again soon.
-void SleepForLease(const AttemptResult &r, int64 left_us) {
-    int64 until_us =
-        r.outcome == Attempt::kTaken ? r.expires_at - GetCurrentTimestamp() : kBusyPollUs;
-    int64 sleep_us = Min(left_us, Max(until_us, int64{0}));
-    // Whole milliseconds, rounded up, at least 1, at most a day at a time.
-    long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
-    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
-                    PG_WAIT_EXTENSION);
-    CHECK_FOR_INTERRUPTS();
-}
-
-// Takes the resource's wait queue lock (ExclusiveLock on its tag), queueing
-// behind earlier waiters in the lock manager's arrival order, for at most
-// wait_us. False when the wait ran out first.
-bool JoinWaitQueue(const LOCKTAG *tag, int64 wait_us) {
-    if (LockAcquire(tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL)
+// Takes the lock tag in mode through the lock manager's queue, waiting at
+// most wait_us (lock_timeout). False when the wait ran out first. The wait
+// runs in a subtransaction so that its timeout can be caught; the lock then
+// passes to the (sub)transaction's resource owner, which owns it in the
+// no-wait case too, so that UnlockWithin finds it either way.
+bool LockWithin(const LOCKTAG *tag, LOCKMODE mode, int64 wait_us) {
+    ResourceOwner owner = CurrentResourceOwner;
+    CurrentResourceOwner = CurTransactionResourceOwner;
+    bool granted = LockAcquire(tag, mode, false, true) != LOCKACQUIRE_NOT_AVAIL;
+    CurrentResourceOwner = owner;
+    if (granted)
         return true;
     if (wait_us <= 0)
         return false;
-    // The lock manager's wait, bounded by lock_timeout, in a subtransaction
-    // so that a timeout can be caught; the lock then passes to the caller's
-    // (sub)transaction.
     MemoryContext context = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
     int saved = LockTimeout;
     BeginInternalSubTransaction(nullptr);
     MemoryContextSwitchTo(context);
-    bool queued = true;
     LockTimeout = LockTimeoutFor(wait_us);
     PG_TRY();
-    { (void)LockAcquire(tag, ExclusiveLock, false, false); }
+    { (void)LockAcquire(tag, mode, false, false); }
     PG_CATCH();
     {
         LockTimeout = saved;
@@ -518,7 +523,53 @@ bool JoinWaitQueue(const LOCKTAG *tag, int64 wait_us) {
     ReleaseCurrentSubTransaction();
     MemoryContextSwitchTo(context);
     CurrentResourceOwner = owner;
-    return queued;
+    return true;
+}
+
+void UnlockWithin(const LOCKTAG *tag, LOCKMODE mode) {
+    ResourceOwner owner = CurrentResourceOwner;
+    CurrentResourceOwner = CurTransactionResourceOwner;
+    LockRelease(tag, mode, false);
+    CurrentResourceOwner = owner;
+}
+
+// Takes the resource's wait queue lock (ExclusiveLock on its tag), queueing
+// behind earlier waiters in the lock manager's arrival order, for at most
+// wait_us. False when the wait ran out first.
+bool JoinWaitQueue(const LOCKTAG *tag, int64 wait_us) {
+    return LockWithin(tag, ExclusiveLock, wait_us);
+}
+
+// Waits, at most wait_us, for the transaction that holds a lease row locked
+// to end (as a row lock wait does, but bounded); false when it is not
+// running (a multixact's number, or it has ended).
+bool WaitForLocker(TransactionId locker, int64 wait_us) {
+    if (!TransactionIdIsValid(locker) || TransactionIdIsCurrentTransactionId(locker) ||
+        !TransactionIdIsInProgress(locker))
+        return false;
+    LOCKTAG tag;
+    SET_LOCKTAG_TRANSACTION(tag, locker);
+    if (LockWithin(&tag, ShareLock, wait_us))
+        UnlockWithin(&tag, ShareLock);
+    return true;
+}
+
+// Sleeps until the live lease expires or the wait ends (left_us from now),
+// whichever is first, or until a release or renew of it wakes this backend.
+// A row another transaction holds locked is looked at again soon.
+void SleepForLease(const AttemptResult &r, int64 left_us) {
+    if (r.outcome == Attempt::kBusy && WaitForLocker(r.locker, left_us)) {
+        CHECK_FOR_INTERRUPTS();
+        return;
+    }
+    int64 until_us =
+        r.outcome == Attempt::kTaken ? r.expires_at - GetCurrentTimestamp() : kBusyPollUs;
+    int64 sleep_us = Min(left_us, Max(until_us, int64{0}));
+    // Whole milliseconds, rounded up, at least 1, at most a day at a time.
+    long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
+    (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
+                    PG_WAIT_EXTENSION);
+    CHECK_FOR_INTERRUPTS();
 }
 
 // The result of fencing_acquire for one resource.
@@ -556,7 +607,7 @@ Datum AcquireOne(FunctionCallInfo fcinfo, const LeaseRequest &req, const char *r
             contended = true;
         if (done) {
             if (req.waits)
-                LockRelease(&tag, ExclusiveLock, false);
+                UnlockWithin(&tag, ExclusiveLock);
             CountAcquire(req.name_space, resource, Granted(r), contended, waited_us, r.token);
             if (!Granted(r))
                 PG_RETURN_NULL();
@@ -709,7 +760,7 @@ void WaitForRefusing(const LeaseRequest &req, const char *resource, const Attemp
     if (!JoinWaitQueue(&tag, left_us))
         return;
     SleepForLease(r, left_us);
-    LockRelease(&tag, ExclusiveLock, false);
+    UnlockWithin(&tag, ExclusiveLock);
 }
 
 Datum TokenArray(FunctionCallInfo fcinfo, Datum *tokens, int n) {
@@ -731,7 +782,7 @@ Datum AcquireAll(FunctionCallInfo fcinfo, const LeaseRequest &req, const Resourc
     auto *tokens = static_cast<Datum *>(palloc0(sizeof(Datum) * Max(set.count, 1)));
     for (;;) {
         ResetLatch(MyLatch);
-        AttemptResult refused = {Attempt::kRetry, 0, 0};
+        AttemptResult refused = {Attempt::kRetry, 0, 0, InvalidTransactionId};
         int refusing = 0;
         int64 left_us = req.wait_us - MicrosSince(started);
         if (TryAcquireAll(req, set, left_us, tokens, &refused, &refusing)) {
