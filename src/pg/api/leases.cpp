@@ -484,6 +484,17 @@ int64 MicrosSince(instr_time started) {
     return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
 }
 
+// Ends the subtransaction the caller began: kept or rolled back, then back
+// to the caller's memory context and resource owner.
+void EndSubTransaction(bool keep, MemoryContext context, ResourceOwner owner) {
+    if (keep)
+        ReleaseCurrentSubTransaction();
+    else
+        RollbackAndReleaseCurrentSubTransaction();
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+}
+
 // Takes the lock tag in mode through the lock manager's queue, waiting at
 // most wait_us (lock_timeout). False when the wait ran out first. The wait
 // runs in a subtransaction so that its timeout can be caught; the lock then
@@ -511,18 +522,14 @@ bool LockWithin(const LOCKTAG *tag, LOCKMODE mode, int64 wait_us) {
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
         FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
+        EndSubTransaction(false, context, owner);
         if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
             ReThrowError(error);
         return false;
     }
     PG_END_TRY();
     LockTimeout = saved;
-    ReleaseCurrentSubTransaction();
-    MemoryContextSwitchTo(context);
-    CurrentResourceOwner = owner;
+    EndSubTransaction(true, context, owner);
     return true;
 }
 
@@ -735,18 +742,11 @@ bool TryAcquireAll(const LeaseRequest &req, const ResourceSet &set, int64 left_u
         MemoryContextSwitchTo(context);
         ErrorData *error = CopyErrorData();
         FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
+        EndSubTransaction(false, context, owner);
         ReThrowError(error);
     }
     PG_END_TRY();
-    if (all)
-        ReleaseCurrentSubTransaction();
-    else
-        RollbackAndReleaseCurrentSubTransaction();
-    MemoryContextSwitchTo(context);
-    CurrentResourceOwner = owner;
+    EndSubTransaction(all, context, owner);
     return all;
 }
 
