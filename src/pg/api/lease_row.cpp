@@ -1,5 +1,6 @@
 #include "pg/api/lease_row.hpp"
 
+#include "pg/base/compat.hpp"
 #include "pg/base/internal_access.hpp"
 
 extern "C" {
@@ -21,14 +22,14 @@ TransactionId LeaseRowWriter(const char *name_space, const char *resource) {
     if (!OidIsValid(relid))
         return InvalidTransactionId;
     Relation rel = table_open(relid, AccessShareLock);
-    Oid index = RelationGetPrimaryKeyIndex(rel);
+    Oid index = PrimaryKeyIndex(rel);
     TransactionId writer = InvalidTransactionId;
     if (OidIsValid(index)) {
         ScanKeyData keys[2];
         ScanKeyInit(&keys[0], 1, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(name_space));
         ScanKeyInit(&keys[1], 2, BTEqualStrategyNumber, F_TEXTEQ, CStringGetTextDatum(resource));
-        keys[0].sk_collation = rel->rd_att->attrs[0].attcollation;
-        keys[1].sk_collation = rel->rd_att->attrs[1].attcollation;
+        keys[0].sk_collation = TupleDescAttr(RelationGetDescr(rel), 0)->attcollation;
+        keys[1].sk_collation = TupleDescAttr(RelationGetDescr(rel), 1)->attcollation;
         SnapshotData dirty;
         InitDirtySnapshot(dirty);
         SysScanDesc scan = systable_beginscan(rel, index, true, &dirty, 2, keys);
