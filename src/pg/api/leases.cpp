@@ -496,7 +496,8 @@ void EndSubTransaction(bool keep, MemoryContext context, ResourceOwner owner) {
 }
 
 // Takes the lock tag in mode through the lock manager's queue, waiting at
-// most wait_us (lock_timeout). False when the wait ran out first. The wait
+// most wait_us (lock_timeout). False when the wait ran out first (or the
+// deadlock detector ended it). The wait
 // runs in a subtransaction so that its timeout can be caught; the lock then
 // passes to the (sub)transaction's resource owner, which owns it in the
 // no-wait case too, so that UnlockWithin finds it either way.
@@ -523,7 +524,11 @@ bool LockWithin(const LOCKTAG *tag, LOCKMODE mode, int64 wait_us) {
         ErrorData *error = CopyErrorData();
         FlushErrorState();
         EndSubTransaction(false, context, owner);
-        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+        // A deadlock can only be between waiters: a head waiting for a
+        // row's locker that then queues for the same resource. The one the
+        // detector picks stops waiting, as at a timeout.
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+            error->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED)
             ReThrowError(error);
         return false;
     }
