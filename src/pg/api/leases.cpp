@@ -204,6 +204,14 @@ InternalStatement lease_claim = {"SELECT token, " LEASE_LIVE
                                  3,
                                  {TEXTOID, TEXTOID, TEXTOID},
                                  nullptr};
+// The holder's own live lease only (a waiter's first look, before it queues).
+InternalStatement lease_mine = {
+    "SELECT token FROM fencing.lease"
+    " WHERE " LEASE_KEY " AND holder OPERATOR(pg_catalog.=) $3 AND " LEASE_LIVE
+    "   FOR UPDATE SKIP LOCKED",
+    3,
+    {TEXTOID, TEXTOID, TEXTOID},
+    nullptr};
 // Why lease_claim got nothing: no row, a live lease (until expires_at), or a
 // row another transaction holds locked.
 InternalStatement lease_peek = {"SELECT expires_at, " LEASE_LIVE
@@ -445,6 +453,27 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
     return {Attempt::kAcquired, token, 0, InvalidTransactionId};
 }
 
+// A re-acquire by the holder of the live lease, without queueing: a waiter
+// must not queue behind those waiting for its own lease. True with *token
+// when it was the holder's.
+bool TryReacquire(const char *name_space, const char *resource, const char *holder,
+                  const Interval *ttl, Token *token) {
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
+                      CStringGetTextDatum(holder)};
+    InternalSession session;
+    BeginInternal(&session);
+    bool mine = RunInternalStatement(&lease_mine, values, nullptr) > 0;
+    if (mine) {
+        bool isnull;
+        *token =
+            DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    }
+    EndInternal(&session);
+    if (mine)
+        WriteLease(name_space, resource, holder, *token, ttl, true);
+    return mine;
+}
+
 // fencing_acquire's and fencing_acquire_all's common arguments.
 struct LeaseRequest {
     char *name_space;
@@ -592,8 +621,13 @@ Datum AcquireOne(FunctionCallInfo fcinfo, const LeaseRequest &req, const char *r
     INSTR_TIME_SET_CURRENT(started);
     LOCKTAG tag;
     LeaseLockTag(&tag, req.name_space, resource);
-    // Waiters queue first, so that they are served in arrival order; a
-    // non-waiting call only tries.
+    // Waiters queue first, so that they are served in arrival order (the
+    // holder of the live lease excepted); a non-waiting call only tries.
+    Token mine = 0;
+    if (req.waits && TryReacquire(req.name_space, resource, req.holder, req.ttl, &mine)) {
+        CountAcquire(req.name_space, resource, true, false, MicrosSince(started), mine);
+        PG_RETURN_INT64(mine);
+    }
     if (req.waits && !JoinWaitQueue(&tag, req.wait_us)) {
         CountAcquire(req.name_space, resource, false, true, MicrosSince(started), 0);
         PG_RETURN_NULL();
