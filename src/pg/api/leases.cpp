@@ -22,6 +22,7 @@ extern "C" {
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "optimizer/cost.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
@@ -278,6 +279,23 @@ InternalStatement lease_current = {"SELECT token, " LEASE_LIVE
                                    {TEXTOID, TEXTOID},
                                    nullptr};
 
+// Runs a lease statement with sequential scans disabled while it is planned
+// and run: every statement finds its row by fencing.lease's primary key, and
+// a plan made while the table was small (a seq scan, kept as the generic
+// plan) would make each call scan the whole table, so that many acquires in
+// one statement grew quadratically.
+uint64 RunLeaseStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
+    bool saved = enable_seqscan;
+    enable_seqscan = false;
+    uint64 processed = 0;
+    PG_TRY();
+    { processed = RunInternalStatement(stmt, values, nulls); }
+    PG_FINALLY();
+    { enable_seqscan = saved; }
+    PG_END_TRY();
+    return processed;
+}
+
 // kAcquired: a new token. kReacquired: the holder's own live token, its lease
 // extended. kTaken: another holder's live lease, until expires_at. kBusy:
 // another transaction holds the row locked. kRetry: a concurrent first
@@ -322,7 +340,7 @@ Attempt InsertFirstLease(Datum *values, const char *name_space, const char *reso
     MemoryContext context = CurrentMemoryContext;
     bool inserted = false;
     PG_TRY();
-    { inserted = RunInternalStatement(&lease_first, values, nullptr) > 0; }
+    { inserted = RunLeaseStatement(&lease_first, values, nullptr) > 0; }
     PG_CATCH();
     {
         LockTimeout = saved;
@@ -346,7 +364,7 @@ Attempt InsertFirstLease(Datum *values, const char *name_space, const char *reso
 // none (true: this transaction now holds it, *last = 0).
 bool ClassifyUnclaimed(Datum *values, const char *name_space, const char *resource, int64 wait_us,
                        AttemptResult *why) {
-    if (RunInternalStatement(&lease_peek, values, nullptr) > 0) {
+    if (RunLeaseStatement(&lease_peek, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
@@ -376,7 +394,7 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
                       CStringGetTextDatum(holder), PointerGetDatum(ttl)};
     InternalSession session;
     BeginInternal(&session);
-    bool claimed = RunInternalStatement(&lease_claim, values, nullptr) > 0;
+    bool claimed = RunLeaseStatement(&lease_claim, values, nullptr) > 0;
     *last = 0;
     *mine = false;
     if (claimed) {
@@ -392,12 +410,28 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
     return claimed;
 }
 
+// CheckAndRaiseResource (strict) with sequential scans disabled, for the
+// reason RunLeaseStatement gives: its statements find the resource's HWM row
+// by key, and a plan made while fencing.resource_hwm was small must not make
+// many acquires in one statement quadratic.
+HwmVerdict RaiseResourceByKey(const char *name_space, const char *resource, Token token) {
+    bool saved = enable_seqscan;
+    enable_seqscan = false;
+    HwmVerdict verdict;
+    PG_TRY();
+    { verdict = CheckAndRaiseResource(name_space, resource, token, true); }
+    PG_FINALLY();
+    { enable_seqscan = saved; }
+    PG_END_TRY();
+    return verdict;
+}
+
 // Fence: raise the resource's HWM to a token above both the last one issued
 // and the HWM (a token from elsewhere may have been written). Returns it.
 Token RaiseAboveHwm(const char *name_space, const char *resource, Token last) {
     Token token = NextToken(last, name_space, resource);
     for (int i = 0;; ++i) {
-        HwmVerdict verdict = CheckAndRaiseResource(name_space, resource, token, true);
+        HwmVerdict verdict = RaiseResourceByKey(name_space, resource, token);
         if (verdict.admitted)
             return token;
         if (i >= 16)
@@ -420,11 +454,11 @@ void WriteLease(const char *name_space, const char *resource, const char *holder
     Datum res = CStringGetTextDatum(resource);
     if (extend_only) {
         Datum values[] = {ns, res, PointerGetDatum(ttl)};
-        RunInternalStatement(&lease_extend, values, nullptr);
+        RunLeaseStatement(&lease_extend, values, nullptr);
     } else {
         Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
                           PointerGetDatum(ttl)};
-        RunInternalStatement(&lease_grant, values, nullptr);
+        RunLeaseStatement(&lease_grant, values, nullptr);
     }
     EndInternal(&session);
 }
@@ -462,7 +496,7 @@ bool TryReacquire(const char *name_space, const char *resource, const char *hold
                       CStringGetTextDatum(holder)};
     InternalSession session;
     BeginInternal(&session);
-    bool mine = RunInternalStatement(&lease_mine, values, nullptr) > 0;
+    bool mine = RunLeaseStatement(&lease_mine, values, nullptr) > 0;
     if (mine) {
         bool isnull;
         *token =
@@ -679,7 +713,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
                           renew ? "renew leases in it" : "release leases in it");
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
                       Int64GetDatum(token), PointerGetDatum(ttl)};
-    uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
+    uint64 changed = RunLeaseStatement(renew ? &lease_renew : &lease_release, values, nullptr);
     int64 held_us = 0;
     if (changed > 0 && !renew) {
         bool isnull;
@@ -692,7 +726,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     // A refused renew or release from a holder that lost its lease without
     // knowing: only looked up when counting.
     bool lost =
-        changed == 0 && StatsEnabled() && RunInternalStatement(&lease_lost, values, nullptr) > 0;
+        changed == 0 && StatsEnabled() && RunLeaseStatement(&lease_lost, values, nullptr) > 0;
     EndInternal(&session);
     if (changed > 0) {
         WakeWaitersAtCommit(name_space, resource);
@@ -850,7 +884,7 @@ bool TokenIsCurrent(const char *name_space, const char *resource, Token token) {
     Token hwm = 0;
     if (ReadResourceHwm(name_space, resource, &hwm) && hwm > token)
         current = false;  // a higher token was accepted
-    if (current && RunInternalStatement(&lease_current, values, nullptr) > 0) {
+    if (current && RunLeaseStatement(&lease_current, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
