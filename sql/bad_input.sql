@@ -581,6 +581,42 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('GUC fencing.retire_batch_size', 'zero', $$SELECT set_config('fencing.retire_batch_size', '0', true)$$),
 ('GUC fencing.retire_batch_size', 'junk', $$SELECT set_config('fencing.retire_batch_size', 'lots', true)$$),
 ('fencing.on_floor_drop()', 'called directly', $$SELECT fencing.on_floor_drop()$$);
+-- Leases and fenced DML (1.5) ----------------------------------------------------
+INSERT INTO catalogue (fn, input, sql) VALUES
+('fencing_acquire_all(text[],text,interval,interval,text)', 'NULL resources', $$SELECT fencing_acquire_all(NULL, 'h', '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'NULL element', $$SELECT fencing_acquire_all(ARRAY['m1', NULL], 'h', '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'duplicate', $$SELECT fencing_acquire_all(ARRAY['m1', 'm2', 'm1'], 'h', '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'two dimensions', $$SELECT fencing_acquire_all(ARRAY[['m1'], ['m2']], 'h', '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'empty array', $$SELECT fencing_acquire_all('{}', 'h', '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'NULL holder', $$SELECT fencing_acquire_all(ARRAY['m1'], NULL, '1 min')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'NULL ttl', $$SELECT fencing_acquire_all(ARRAY['m1'], 'h', NULL)$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'zero ttl', $$SELECT fencing_acquire_all(ARRAY['m1'], 'h', '0')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'negative wait', $$SELECT fencing_acquire_all(ARRAY['m1'], 'h', '1 min', '-1 s')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'NULL namespace', $$SELECT fencing_acquire_all(ARRAY['m1'], 'h', '1 min', NULL, NULL)$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'unknown namespace', $$SELECT fencing_acquire_all(ARRAY['m1'], 'h', '1 min', NULL, 'no-such-ns')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', '10 MB element', $$SELECT fencing_acquire_all(ARRAY[(SELECT s10mb FROM bi_big)], 'h', '1 min', NULL, 'bi-ns')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'unicode', $$SELECT fencing_acquire_all(ARRAY['ü2', 'ü1'], 'hôlder', '1 min', NULL, 'Mixed NS ü')$$),
+('fencing_acquire_all(text[],text,interval,interval,text)', 'wrong type', $$SELECT fencing_acquire_all(ARRAY[1, 2], 'h', '1 min')$$),
+('fencing_check(text,fencing_token,text)', 'NULL resource', $$SELECT fencing_check(NULL, 1)$$),
+('fencing_check(text,fencing_token,text)', 'NULL token', $$SELECT fencing_check('l1', NULL)$$),
+('fencing_check(text,fencing_token,text)', 'NULL namespace', $$SELECT fencing_check('l1', 1, NULL)$$),
+('fencing_check(text,fencing_token,text)', 'token -1', $$SELECT fencing_check('l1', -1)$$),
+('fencing_check(text,fencing_token,text)', 'token max', $$SELECT fencing_check('l1', 9223372036854775807)$$),
+('fencing_check(text,fencing_token,text)', 'token 0', $$SELECT fencing_check('l1', 0)$$),
+('fencing_check(text,fencing_token,text)', 'unknown resource', $$SELECT fencing_check('never-leased', 1)$$),
+('fencing_check(text,fencing_token,text)', 'unknown namespace', $$SELECT fencing_check('l1', 1, 'no-such-ns')$$),
+('fencing_check(text,fencing_token,text)', '10 MB resource', $$SELECT fencing_check((SELECT s10mb FROM bi_big), 1, 'bi-ns')$$),
+('fenced_update_result(regclass,fencing_token,jsonb,jsonb)', 'NULL token', $$SELECT fenced_update_result('bi_row', NULL, '{"id": 1}', '{"v": "x"}')$$),
+('fenced_update_result(regclass,fencing_token,jsonb,jsonb)', 'NULL key', $$SELECT fenced_update_result('bi_row', 11, NULL, '{"v": "x"}')$$),
+('fenced_update_result(regclass,fencing_token,jsonb,jsonb)', 'token 0 (stale)', $$SELECT fenced_update_result('bi_row', 0, '{"id": 1}', '{"v": "x"}')$$),
+('fenced_update_result(regclass,fencing_token,jsonb,jsonb)', 'no such row', $$SELECT fenced_update_result('bi_row', 11, '{"id": 999}', '{"v": "x"}')$$),
+('fenced_update_result(regclass,fencing_token,jsonb,jsonb)', 'unprotected table', $$SELECT fenced_update_result('bi_plain', 11, '{"id": 1}', '{"v": "x"}')$$),
+('fenced_delete_result(regclass,fencing_token,jsonb)', 'NULL target', $$SELECT fenced_delete_result(NULL, 11, '{"id": 1}')$$),
+('fenced_delete_result(regclass,fencing_token,jsonb)', 'token 0 (stale)', $$SELECT fenced_delete_result('bi_row', 0, '{"id": 1}')$$),
+('fenced_delete_result(regclass,fencing_token,jsonb)', 'empty key', $$SELECT fenced_delete_result('bi_row', 11, '{}')$$),
+('fenced_upsert_result(regclass,fencing_token,jsonb)', 'NULL row', $$SELECT fenced_upsert_result('bi_row', 11, NULL)$$),
+('fenced_upsert_result(regclass,fencing_token,jsonb)', 'token 0 (stale)', $$SELECT fenced_upsert_result('bi_row', 0, '{"id": 1, "v": "x"}')$$),
+('fenced_upsert_result(regclass,fencing_token,jsonb)', 'scalar row', $$SELECT fenced_upsert_result('bi_row', 11, '"v"')$$);
 
 -- Run the catalogue: each case in its own subtransaction.
 CREATE TABLE outcome AS

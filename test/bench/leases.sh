@@ -1,15 +1,22 @@
 #!/usr/bin/env bash
 # Lease throughput: fencing_acquire + fencing_release cycles per second from 1,
-# 4 and 8 clients (pgbench, each call its own durably committed transaction:
-# synchronous_commit = on, fsync = on), with P50/P99 cycle latency from
-# pgbench's per-transaction log; and, in the same run, a local single-node etcd
-# lock acquire+release loop through python3-etcd3 for comparison.
+# 4, 8 and 16 clients (pgbench, each call its own transaction; synchronous_commit
+# = on, fsync = on: the acquire commits durably, the release, which writes
+# nothing else, without waiting for its WAL flush), with P50/P99 cycle latency
+# from pgbench's per-transaction log; and, in the same run, a local single-node
+# etcd lock acquire+release loop through python3-etcd3 for comparison. Then
+# many acquires in one statement (8k, 16k, 32k, 100k fresh resources in one
+# SELECT), which must grow linearly.
 #
-#   bash test/bench/leases.sh      (SECONDS_PER_RUN=5, ROUNDS=3; COMMIT_DELAY/COMMIT_SIBLINGS to tune)
+#   bash test/bench/leases.sh      (SECONDS_PER_RUN=5, ROUNDS=3; COMMIT_DELAY/COMMIT_SIBLINGS to tune;
+#                                   CLIENTS="1 4 8 16", BULK="8000 16000 32000 100000";
+#                                   OUT=FILE also writes the tables there)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SECONDS_PER_RUN=${SECONDS_PER_RUN:-5}
 ROUNDS=${ROUNDS:-3}
+CLIENTS=${CLIENTS:-1 4 8 16}
+BULK=${BULK:-8000 16000 32000 100000}
 COMMIT_DELAY=${COMMIT_DELAY:-0}
 COMMIT_SIBLINGS=${COMMIT_SIBLINGS:-5}
 export FENCING_PGPORT=${FENCING_PGPORT:-54388}
@@ -49,11 +56,21 @@ CREATE TABLE floor_lease (id int PRIMARY KEY, holder text, token bigint,
 INSERT INTO floor_hwm SELECT g, 0 FROM generate_series(1, 64) g;
 INSERT INTO floor_lease SELECT g, NULL, 0, NULL, NULL, NULL FROM generate_series(1, 64) g;
 SQL
+# The floor for the cheaper release: the same, with the release committed
+# without waiting for its WAL flush (synchronous_commit = off for it alone).
+
 cat >"$WORK/floor.sql" <<'SQL'
 WITH h AS (UPDATE floor_hwm SET hwm = hwm + 1 WHERE id = :client_id + 1 RETURNING hwm)
 UPDATE floor_lease SET holder = 'bench', token = h.hwm, acquired_at = clock_timestamp(), expires_at = clock_timestamp() + interval '10 seconds', released_at = NULL FROM h WHERE id = :client_id + 1 RETURNING token AS tok \gset
 UPDATE floor_lease SET released_at = clock_timestamp() WHERE id = :client_id + 1 AND token = :tok AND released_at IS NULL AND expires_at > clock_timestamp();
 SQL
+{
+    sed -n 1,2p "$WORK/floor.sql"
+    echo 'BEGIN;'
+    echo 'SET LOCAL synchronous_commit = off;'
+    sed -n 3p "$WORK/floor.sql"
+    echo 'COMMIT;'
+} >"$WORK/floor_async.sql"
 chmod -R a+rX "$WORK"
 percentile() {  # percentile P FILE...: latency (ms) at percentile P of pgbench logs
     cat "${@:2}" | awk '{print $3}' | sort -n |
@@ -68,13 +85,15 @@ run_pgbench() {  # run_pgbench SCRIPT CLIENTS LOGDIR: prints tps
 # Interleaved rounds (lease, floor, floor, lease, ...) so machine noise falls
 # on both variants alike; medians of ROUNDS rounds; pgbench with prepared
 # statements (-M prepared), as a driver would run them.
-echo "| clients | lease cycles/s | P50 ms | P99 ms | floor cycles/s | lease/floor |"
-echo "|---:|---:|---:|---:|---:|---:|"
-for c in 1 4 8; do
-    rm -rf "$WORK/log-lease" "$WORK/log-floor" "$WORK/tps-lease" "$WORK/tps-floor"
+OUT=${OUT:-/dev/null}
+exec > >(tee -a "$OUT")
+echo "| clients | lease cycles/s | P50 ms | P99 ms | floor cycles/s | lease/floor | floor, release async cycles/s | lease/that floor |"
+echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+for c in $CLIENTS; do
+    rm -rf "$WORK"/log-* "$WORK"/tps-*
     for r in $(seq 1 "$ROUNDS"); do
-        order="lease floor"
-        [ $((r % 2)) = 0 ] && order="floor lease"
+        order="lease floor floor_async"
+        [ $((r % 2)) = 0 ] && order="floor_async floor lease"
         for v in $order; do
             tps=$(run_pgbench "$v" "$c" "$WORK/log-$v")
             [ -n "$tps" ] || { cat "$WORK/pgbench.err"; exit 1; }
@@ -83,10 +102,26 @@ for c in 1 4 8; do
     done
     lease=$(median <"$WORK/tps-lease")
     floor=$(median <"$WORK/tps-floor")
+    floor_async=$(median <"$WORK/tps-floor_async")
     echo "$c $lease" >>"$WORK/results"
     echo "| $c | ${lease%.*} | $(percentile 50 "$WORK"/log-lease/pgbench_log.*) |" \
         "$(percentile 99 "$WORK"/log-lease/pgbench_log.*) | ${floor%.*} |" \
-        "$(awk -v a="$lease" -v b="$floor" 'BEGIN {printf "%.2f", a / b}') |"
+        "$(awk -v a="$lease" -v b="$floor" 'BEGIN {printf "%.2f", a / b}') | ${floor_async%.*} |" \
+        "$(awk -v a="$lease" -v b="$floor_async" 'BEGIN {printf "%.2f", a / b}') |"
+done
+
+# Many acquires in one statement, each of a fresh resource: seconds per
+# statement and microseconds per lease (linear: the last column stays flat).
+echo
+echo "| leases in one SELECT | seconds | µs per lease |"
+echo "|---:|---:|---:|"
+for n in $BULK; do
+    t0=$(date +%s.%N)
+    got=$(psql -X -At -v ON_ERROR_STOP=1 -c \
+        "SELECT count(fencing_acquire('bulk-$n-' || g, 'bench', '1 hour')) FROM generate_series(1, $n) g")
+    t1=$(date +%s.%N)
+    [ "$got" = "$n" ] || { echo "bulk $n: $got leases"; exit 1; }
+    awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "| %d | %.2f | %.1f |\n", n, b - a, (b - a) * 1e6 / n}'
 done
 
 # etcd: one local node on loopback, its own data dir, fsync as shipped.
@@ -97,7 +132,7 @@ if command -v etcd >/dev/null && /usr/bin/python3 -c 'import etcd3' 2>/dev/null;
         --initial-advertise-peer-urls "http://127.0.0.1:$((PORT + 1))" \
         --initial-cluster "bench=http://127.0.0.1:$((PORT + 1))" >"$WORK/etcd.log" 2>&1 &
     ETCD_PID=$!
-    /usr/bin/python3 - "$PORT" "$SECONDS_PER_RUN" "$WORK/results" <<'PY'
+    /usr/bin/python3 - "$PORT" "$SECONDS_PER_RUN" "$WORK/results" "$CLIENTS" <<'PY'
 import sys, time, threading, etcd3
 port, seconds = int(sys.argv[1]), float(sys.argv[2])
 lease_rate = dict(line.split() for line in open(sys.argv[3]))
@@ -131,7 +166,7 @@ def run(clients):
 print()
 print("| clients | etcd cycles/s | P50 ms | P99 ms | lease/etcd |")
 print("|---:|---:|---:|---:|---:|")
-for c in (1, 4, 8):
+for c in [int(x) for x in sys.argv[4].split()]:
     run(c)
 PY
 else

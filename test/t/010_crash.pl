@@ -74,6 +74,30 @@ is(query($node, $db, q{SELECT extract(epoch FROM clock_timestamp() - now()) < 1.
 	't', 'a waiter is woken by the release (within 0.5 s of it), not by its 20 s wait');
 $waker->quit;
 
+# Release and renew commit without waiting for a WAL flush when they are all
+# their transaction wrote; a transaction that also wrote anything else, and
+# every acquire, still flushes (synchronous_commit = on here). Counted in
+# pg_stat_wal.wal_sync (fsync is on), each loop in its own session, whose
+# exit flushes its statistics.
+$node->safe_psql($db, 'CREATE TABLE cheap_other (n int)');
+my $tc = query($node, $db, q{SELECT fencing_acquire('lease-cheap', 'a', '1 hour')});
+my $syncs_of = sub {
+	my ($sql) = @_;
+	my $before = query($node, $db, 'SELECT wal_sync FROM pg_stat_wal');
+	$node->safe_psql($db, join("\n", ($sql) x 200));
+	return query($node, $db, 'SELECT wal_sync FROM pg_stat_wal') - $before;
+};
+my $renews = $syncs_of->(qq{SELECT fencing_renew('lease-cheap', $tc, '1 hour');});
+my $cycles_syncs = $syncs_of->(q{SELECT fencing_release('lease-cycle', fencing_acquire('lease-cycle', 'a', '1 hour'));});
+my $mixed_before = $syncs_of->(qq{BEGIN; INSERT INTO cheap_other VALUES (1); SELECT fencing_renew('lease-cheap', $tc, '1 hour'); COMMIT;});
+my $mixed_after = $syncs_of->(qq{BEGIN; SELECT fencing_renew('lease-cheap', $tc, '1 hour'); INSERT INTO cheap_other VALUES (1); COMMIT;});
+note "WAL syncs per 200 transactions: renew only $renews, acquire+release $cycles_syncs, "
+  . "insert then renew $mixed_before, renew then insert $mixed_after";
+ok($renews < 50, "200 renews alone commit without a WAL flush each ($renews syncs)");
+ok($cycles_syncs >= 200, "200 acquires each flush ($cycles_syncs syncs)");
+ok($mixed_before >= 200, "a renew after another write keeps the flush ($mixed_before syncs)");
+ok($mixed_after >= 200, "a write after a renew keeps the flush ($mixed_after syncs)");
+
 # --- 2. the crash loop ----------------------------------------------------------
 # The clients and checks are FencingTest's workload: a writer per scope and
 # synchronous_commit setting, and lease loops.

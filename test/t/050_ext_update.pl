@@ -171,6 +171,13 @@ sub check_writes
 		my ($t) = $before->{lease} =~ /^upd\|h1\|(\d+)\|/;
 		is(query($node, $db, q{SELECT fencing_acquire('upd', 'h2', '1 hour') IS NULL}),
 			't', "$label: the lease held across the update still excludes another holder");
+		# 1.5's lease features on the lease made before the update.
+		is(query($node, $db, q{SELECT fencing_acquire('upd', 'h1', '2 hours')}),
+			$t, "$label: its holder re-acquires the lease made before the update: the same token");
+		is(query($node, $db, "SELECT fencing_check('upd', $t) || '|' || fencing_check('upd', $t - 1)"),
+			'true|false', "$label: fencing_check on the lease made before the update");
+		is(query($node, $db, q{SELECT fencing_acquire_all(ARRAY['upd', 'upd-new'], 'h2', '1 hour') IS NULL}),
+			't', "$label: fencing_acquire_all including the held lease gets none");
 		my $next = query($node, $db, "SELECT fencing_release('upd', $t); SELECT fencing_acquire('upd', 'h2', '1 hour')");
 		$next = (split /\n/, $next)[-1];
 		ok($next > $t, "$label: after its release the next token ($next) is above the held one ($t)");

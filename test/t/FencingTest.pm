@@ -248,7 +248,8 @@ for my $kind (sort keys %KINDS)
 	push @WRITERS, [ "${kind}_off", $kind, 'off' ], [ "${kind}_on", $kind, 'on' ];
 }
 # The lease clients: acquire (TTL 2 s, waiting up to 60 s), print the token,
-# release; half under synchronous_commit = off.
+# renew, release (renew and release commit without a WAL flush: they are all
+# their transactions write); half under synchronous_commit = off.
 our @LEASE_CLIENTS = ([ 'lease_off1', 'off' ], [ 'lease_off2', 'off' ], [ 'lease_on1', 'on' ], [ 'lease_on2', 'on' ]);
 
 # workload_setup(PREFIX): SQL making the tables of one workload's writers.
@@ -283,7 +284,8 @@ sub start_workload
 		my ($name, $sync) = @$l;
 		push @pids, start_client($connstr, $acks, "${prefix}_$name", $sync, sub {
 			"SELECT fencing_acquire('$resource', '$name', '2 s', wait => '60 s') AS t \\gset\n"
-			  . "\\echo :t\nSELECT fencing_release('$resource', :t) \\g /dev/null";
+			  . "\\echo :t\nSELECT fencing_renew('$resource', :t, '2 s') \\g /dev/null\n"
+			  . "SELECT fencing_release('$resource', :t) \\g /dev/null";
 		});
 	}
 	return @pids;

@@ -22,6 +22,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
+#include "funcapi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -425,8 +426,18 @@ void BindParameters(const PlanEntry *e, const CallArgs &args, Datum **values, ch
     *nulls = n;
 }
 
-// Runs the plan inside the fenced call scope of the target; the rows written.
-uint64 ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *values, const char *nulls) {
+// What one call did: rows written, rows skipped as stale, and the highest HWM
+// that refused one of them (0 when none did).
+struct FencedOutcome {
+    uint64 written;
+    int64 stale;
+    Token max_hwm;
+};
+
+// Runs the plan inside the fenced call scope of the target.
+FencedOutcome ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *values,
+                                  const char *nulls) {
+    FencedOutcome outcome = {0, 0, 0};
     FencedCall enclosing = EnterFencedCall(args.relid, args.token);
     e->running++;
     PG_TRY();
@@ -435,6 +446,8 @@ uint64 ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *values, co
         if (rc < 0)
             ereport(ERROR, (errcode(ERRCODE_SYNTAX_ERROR_OR_ACCESS_RULE_VIOLATION),
                             errmsg("fenced statement failed: %s", SPI_result_code_string(rc))));
+        outcome.written = SPI_processed;
+        FencedCallStale(&outcome.stale, &outcome.max_hwm);
     }
     PG_FINALLY();
     {
@@ -442,10 +455,10 @@ uint64 ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *values, co
         LeaveFencedCall(enclosing);
     }
     PG_END_TRY();
-    return SPI_processed;
+    return outcome;
 }
 
-Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
+FencedOutcome RunFencedCall(FunctionCallInfo fcinfo, DmlKind kind) {
     CallArgs args;
     ReadCallArgs(fcinfo, kind, &args);
     // The caller's rights are checked before anything is planned; the
@@ -457,9 +470,27 @@ Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
     Datum *values;
     char *nulls;
     BindParameters(e, args, &values, &nulls);
-    uint64 written = ExecuteInFencedCall(e, args, values, nulls);
+    FencedOutcome outcome = ExecuteInFencedCall(e, args, values, nulls);
     SPI_finish();
-    PG_RETURN_INT64(static_cast<int64>(written));
+    return outcome;
+}
+
+Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
+    PG_RETURN_INT64(static_cast<int64>(RunFencedCall(fcinfo, kind).written));
+}
+
+// The _result siblings: (written, stale, hwm), hwm NULL when no row was stale.
+Datum RunFencedWithOutcome(FunctionCallInfo fcinfo, DmlKind kind) {
+    FencedOutcome outcome = RunFencedCall(fcinfo, kind);
+    TupleDesc desc;
+    if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("a fenced_*_result function must return a record")));
+    desc = BlessTupleDesc(desc);
+    Datum values[3] = {Int64GetDatum(static_cast<int64>(outcome.written)),
+                       Int64GetDatum(outcome.stale), Int64GetDatum(outcome.max_hwm)};
+    bool nulls[3] = {false, false, outcome.stale == 0};
+    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }
 
 }  // namespace
@@ -485,4 +516,13 @@ FENCING_FUNCTION(fenced_delete) {
 }
 FENCING_FUNCTION(fenced_upsert) {
     return fencing::pg::RunFenced(fcinfo, fencing::pg::DmlKind::kUpsert);
+}
+FENCING_FUNCTION(fenced_update_result) {
+    return fencing::pg::RunFencedWithOutcome(fcinfo, fencing::pg::DmlKind::kUpdate);
+}
+FENCING_FUNCTION(fenced_delete_result) {
+    return fencing::pg::RunFencedWithOutcome(fcinfo, fencing::pg::DmlKind::kDelete);
+}
+FENCING_FUNCTION(fenced_upsert_result) {
+    return fencing::pg::RunFencedWithOutcome(fcinfo, fencing::pg::DmlKind::kUpsert);
 }

@@ -1,5 +1,8 @@
-// fencing_acquire / fencing_renew / fencing_release: see pg/api/leases.hpp.
+// fencing_acquire, fencing_acquire_all, fencing_check, fencing_renew and
+// fencing_release: see pg/api/leases.hpp.
 #include "pg/api/leases.hpp"
+
+#include "pg/api/lease_row.hpp"
 
 #include "pg/base/boundary.hpp"
 #include "pg/hwm/durability.hpp"
@@ -14,16 +17,21 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "access/xlog.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "optimizer/cost.h"
 #include "pgstat.h"
 #include "portability/instr_time.h"
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/sinvaladt.h"
+#include "utils/array.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
@@ -32,9 +40,13 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// objsubid of the advisory lock tags lease waiters hold ('DE'); user advisory
-// locks use 1 and 2.
+// objsubid of the advisory lock tags of lease wait queues ('DE'); user
+// advisory locks use 1 and 2.
 constexpr uint16 kLeaseLockField4 = 0x4445;
+
+// How often a waiter looks again at a lease row another transaction holds
+// locked (its commit may not wake anyone: an abort, or an acquire).
+constexpr int64 kBusyPollUs = 10000;
 
 void LeaseLockTag(LOCKTAG *tag, const char *name_space, const char *resource) {
     StringInfoData buf;
@@ -50,24 +62,79 @@ void LeaseLockTag(LOCKTAG *tag, const char *name_space, const char *resource) {
 // Lease changes of this transaction whose waiters must be woken at commit.
 List *pending_wakeups = NIL;  // of LOCKTAG *, in TopTransactionContext
 
-void WakeWaiters(XactEvent event, void *) {
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT) {
-        ListCell *lc;
-        foreach (lc, pending_wakeups) {
-            int count = 0;
-            VirtualTransactionId *vxids =
-                GetLockConflicts(static_cast<LOCKTAG *>(lfirst(lc)), ExclusiveLock, &count);
-            for (int i = 0; i < count; ++i) {
-                PGPROC *proc = ProcOfVirtualTransaction(vxids[i]);
-                if (proc != nullptr)
-                    SetLatch(&proc->procLatch);
-            }
+// The commit of a transaction whose only writes are releases and renews of
+// leases need not wait for its WAL flush (pg/api/leases.hpp).
+enum class LeaseCommit { kNone, kCheap, kDurable };
+LeaseCommit lease_commit = LeaseCommit::kNone;
+XLogRecPtr lease_commit_end = InvalidXLogRecPtr;  // XactLastRecEnd after the last change
+int lowered_synchronous_commit = -1;              // the session's value while lowered
+
+// A release or renew changed a row. before: XactLastRecEnd when the call
+// started; had_xid: whether the transaction had an xid then. It stays cheap
+// only while nothing but these changes wrote WAL.
+void NoteLeaseChange(bool had_xid, XLogRecPtr before) {
+    bool only_leases =
+        !had_xid || (lease_commit == LeaseCommit::kCheap && before == lease_commit_end);
+    if (!only_leases || lease_commit == LeaseCommit::kDurable) {
+        lease_commit = LeaseCommit::kDurable;
+        return;
+    }
+    lease_commit = LeaseCommit::kCheap;
+    lease_commit_end = XactLastRecEnd;
+}
+
+void LowerCommitIfOnlyLeases() {
+    if (lease_commit != LeaseCommit::kCheap || XactLastRecEnd != lease_commit_end ||
+        synchronous_commit == SYNCHRONOUS_COMMIT_OFF)
+        return;
+    lowered_synchronous_commit = synchronous_commit;
+    synchronous_commit = SYNCHRONOUS_COMMIT_OFF;
+    assign_synchronous_commit(SYNCHRONOUS_COMMIT_OFF, nullptr);
+}
+
+void EndLeaseCommit() {
+    if (lowered_synchronous_commit >= 0) {
+        synchronous_commit = lowered_synchronous_commit;
+        assign_synchronous_commit(lowered_synchronous_commit, nullptr);
+        lowered_synchronous_commit = -1;
+    }
+    lease_commit = LeaseCommit::kNone;
+    lease_commit_end = InvalidXLogRecPtr;
+}
+
+void WakePendingWaiters() {
+    ListCell *lc;
+    foreach (lc, pending_wakeups) {
+        int count = 0;
+        VirtualTransactionId *vxids =
+            GetLockConflicts(static_cast<LOCKTAG *>(lfirst(lc)), ExclusiveLock, &count);
+        for (int i = 0; i < count; ++i) {
+            PGPROC *proc = ProcOfVirtualTransaction(vxids[i]);
+            if (proc != nullptr)
+                SetLatch(&proc->procLatch);
         }
     }
-    if (event == XACT_EVENT_COMMIT || event == XACT_EVENT_PARALLEL_COMMIT ||
-        event == XACT_EVENT_ABORT || event == XACT_EVENT_PARALLEL_ABORT ||
-        event == XACT_EVENT_PREPARE)
-        pending_wakeups = NIL;
+}
+
+void OnLeaseXactEvent(XactEvent event, void *) {
+    switch (event) {
+        case XACT_EVENT_PRE_COMMIT:
+            // Not at PRE_PREPARE: a prepared transaction keeps its mode.
+            LowerCommitIfOnlyLeases();
+            return;
+        case XACT_EVENT_COMMIT:
+        case XACT_EVENT_PARALLEL_COMMIT:
+            WakePendingWaiters();
+            break;
+        case XACT_EVENT_ABORT:
+        case XACT_EVENT_PARALLEL_ABORT:
+        case XACT_EVENT_PREPARE:
+            break;
+        default:
+            return;
+    }
+    pending_wakeups = NIL;
+    EndLeaseCommit();
 }
 
 void WakeWaitersAtCommit(const char *name_space, const char *resource) {
@@ -120,16 +187,40 @@ Token NextToken(Token t, const char *name_space, const char *resource) {
     return t + 1;
 }
 
+#define LEASE_KEY "namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+#define LEASE_LIVE \
+    "(released_at IS NULL AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp())"
+
 // The lease statements, prepared once per backend (pg/base/internal_access.hpp).
-InternalStatement lease_lock = {
-    "SELECT token, expires_at, released_at IS NULL"
-    "       AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
-    "  FROM fencing.lease"
-    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-    "   FOR UPDATE",
-    2,
-    {TEXTOID, TEXTOID},
+//
+// Locks the row when the lease is free or is the holder's own live one, and
+// skips it, without waiting, while another transaction holds it locked. A
+// live lease of someone else is never locked: its holder's renew and release
+// must not wait for a contender.
+InternalStatement lease_claim = {"SELECT token, " LEASE_LIVE
+                                 "  FROM fencing.lease"
+                                 " WHERE " LEASE_KEY " AND (NOT " LEASE_LIVE
+                                 " OR holder OPERATOR(pg_catalog.=) $3)"
+                                 "   FOR UPDATE SKIP LOCKED",
+                                 3,
+                                 {TEXTOID, TEXTOID, TEXTOID},
+                                 nullptr};
+// The holder's own live lease only (a waiter's first look, before it queues).
+InternalStatement lease_mine = {
+    "SELECT token FROM fencing.lease"
+    " WHERE " LEASE_KEY " AND holder OPERATOR(pg_catalog.=) $3 AND " LEASE_LIVE
+    "   FOR UPDATE SKIP LOCKED",
+    3,
+    {TEXTOID, TEXTOID, TEXTOID},
     nullptr};
+// Why lease_claim got nothing: no row, a live lease (until expires_at), or a
+// row another transaction holds locked.
+InternalStatement lease_peek = {"SELECT expires_at, " LEASE_LIVE
+                                ", xmax::pg_catalog.text::pg_catalog.int8"
+                                "  FROM fencing.lease WHERE " LEASE_KEY,
+                                2,
+                                {TEXTOID, TEXTOID},
+                                nullptr};
 InternalStatement lease_first = {
     "INSERT INTO fencing.lease (namespace, resource, holder, token, acquired_at,"
     "                           expires_at)"
@@ -144,24 +235,28 @@ InternalStatement lease_grant = {
     "       acquired_at = c.now, expires_at = c.now OPERATOR(pg_catalog.+) $5,"
     "       released_at = NULL"
     "  FROM (SELECT pg_catalog.clock_timestamp() AS now) c"
-    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
+    " WHERE " LEASE_KEY,
     5,
     {TEXTOID, TEXTOID, TEXTOID, INT8OID, INTERVALOID},
+    nullptr};
+// A re-acquire by the holder of the live lease (its row locked by lease_claim).
+InternalStatement lease_extend = {
+    "UPDATE fencing.lease"
+    "   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $3"
+    " WHERE " LEASE_KEY,
+    3,
+    {TEXTOID, TEXTOID, INTERVALOID},
     nullptr};
 InternalStatement lease_renew = {
     "UPDATE fencing.lease"
     "   SET expires_at = pg_catalog.clock_timestamp() OPERATOR(pg_catalog.+) $4"
-    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
-    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()",
+    " WHERE " LEASE_KEY " AND token OPERATOR(pg_catalog.=) $3 AND " LEASE_LIVE,
     4,
     {TEXTOID, TEXTOID, INT8OID, INTERVALOID},
     nullptr};
 InternalStatement lease_release = {
     "UPDATE fencing.lease SET released_at = pg_catalog.clock_timestamp()"
-    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
-    "   AND token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL"
-    "   AND expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()"
+    " WHERE " LEASE_KEY " AND token OPERATOR(pg_catalog.=) $3 AND " LEASE_LIVE
     " RETURNING acquired_at",
     3,
     {TEXTOID, TEXTOID, INT8OID},
@@ -171,50 +266,164 @@ InternalStatement lease_release = {
 // token's own lease expired without being released.
 InternalStatement lease_lost = {
     "SELECT 1 FROM fencing.lease"
-    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    " WHERE " LEASE_KEY
     "   AND (token OPERATOR(pg_catalog.>) $3"
     "        OR (token OPERATOR(pg_catalog.=) $3 AND released_at IS NULL))",
     3,
     {TEXTOID, TEXTOID, INT8OID},
     nullptr};
+// fencing_check: the last token issued and whether its lease is live.
+InternalStatement lease_current = {"SELECT token, " LEASE_LIVE
+                                   " FROM fencing.lease WHERE " LEASE_KEY,
+                                   2,
+                                   {TEXTOID, TEXTOID},
+                                   nullptr};
 
-enum class Attempt { kAcquired, kTaken, kRetry };
+// Runs a lease statement with sequential scans disabled while it is planned
+// and run: every statement finds its row by fencing.lease's primary key, and
+// a plan made while the table was small (a seq scan, kept as the generic
+// plan) would make each call scan the whole table, so that many acquires in
+// one statement grew quadratically.
+uint64 RunLeaseStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
+    bool saved = enable_seqscan;
+    enable_seqscan = false;
+    uint64 processed = 0;
+    PG_TRY();
+    { processed = RunInternalStatement(stmt, values, nulls); }
+    PG_FINALLY();
+    { enable_seqscan = saved; }
+    PG_END_TRY();
+    return processed;
+}
+
+// kAcquired: a new token. kReacquired: the holder's own live token, its lease
+// extended. kTaken: another holder's live lease, until expires_at. kBusy:
+// another transaction holds the row locked. kRetry: a concurrent first
+// acquire won the insert.
+enum class Attempt { kAcquired, kReacquired, kTaken, kBusy, kRetry };
 
 struct AttemptResult {
     Attempt outcome;
-    Token token;             // kAcquired
+    Token token;             // kAcquired, kReacquired
     TimestampTz expires_at;  // kTaken
+    TransactionId locker;    // kBusy: who holds the row, when known
 };
 
-// Locks the resource's lease row, inserting the first one. False, with why
-// in *refused, when the lease is live (kTaken) or a concurrent first acquire
-// won the insert (kRetry); else *last is the last token issued (0: none).
-bool LockLeaseRow(const char *name_space, const char *resource, const char *holder,
-                  const Interval *ttl, Token *last, AttemptResult *refused) {
-    Datum ns = CStringGetTextDatum(name_space);
-    Datum res = CStringGetTextDatum(resource);
+bool Granted(const AttemptResult &r) {
+    return r.outcome == Attempt::kAcquired || r.outcome == Attempt::kReacquired;
+}
+
+// lock_timeout in milliseconds for a wait of at most wait_us (at least 1 ms),
+// never longer than the session's own lock_timeout.
+int LockTimeoutFor(int64 wait_us) {
+    int64 ms = Max((wait_us + 999) / 1000, int64{1});
+    if (ms > INT_MAX)
+        ms = INT_MAX;
+    if (LockTimeout > 0 && LockTimeout < ms)
+        ms = LockTimeout;
+    return static_cast<int>(ms);
+}
+
+// The first lease row of a resource. Busy while another transaction is
+// writing it (checked first, so that the insert does not wait for it); the
+// insert then waits only for a first acquire begun in between, at most
+// wait_us (lock_timeout), then 55P03. No subtransaction: thousands of first
+// acquires in one transaction stay linear. kAcquired: inserted; kRetry: a
+// concurrent first acquire committed it first.
+Attempt InsertFirstLease(Datum *values, const char *name_space, const char *resource, int64 wait_us,
+                         TransactionId *locker) {
+    *locker = LeaseRowWriter(name_space, resource);
+    if (TransactionIdIsValid(*locker))
+        return Attempt::kBusy;
+    int saved = LockTimeout;
+    LockTimeout = LockTimeoutFor(wait_us);
+    MemoryContext context = CurrentMemoryContext;
+    bool inserted = false;
+    PG_TRY();
+    { inserted = RunLeaseStatement(&lease_first, values, nullptr) > 0; }
+    PG_CATCH();
+    {
+        LockTimeout = saved;
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+            PG_RE_THROW();
+        FlushErrorState();
+        ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+                        errmsg("could not acquire the lease of resource %s: another transaction "
+                               "is creating its lease row",
+                               quote_literal_cstr(resource)),
+                        errhint("Retry once that transaction has ended.")));
+    }
+    PG_END_TRY();
+    LockTimeout = saved;
+    return inserted ? Attempt::kAcquired : Attempt::kRetry;
+}
+
+// Why lease_claim found nothing to lock; inserts the first row when there is
+// none (true: this transaction now holds it, *last = 0).
+bool ClassifyUnclaimed(Datum *values, const char *name_space, const char *resource, int64 wait_us,
+                       AttemptResult *why) {
+    if (RunLeaseStatement(&lease_peek, values, nullptr) > 0) {
+        bool isnull;
+        HeapTuple tup = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 1, &isnull));
+        bool live = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+        Datum xmax = SPI_getbinval(tup, desc, 3, &isnull);
+        // Live and not the caller's: taken. Otherwise lease_claim would have
+        // locked it, so another transaction holds it locked (xmax names it,
+        // unless several lock it: then a multixact, which the wait skips).
+        *why = {live ? Attempt::kTaken : Attempt::kBusy, 0, expires_at,
+                static_cast<TransactionId>(DatumGetInt64(xmax))};
+        return false;
+    }
+    TransactionId locker = InvalidTransactionId;
+    Attempt inserted = InsertFirstLease(values, name_space, resource, wait_us, &locker);
+    *why = {inserted, 0, 0, locker};
+    return inserted == Attempt::kAcquired;
+}
+
+// Locks the resource's lease row when the lease can be granted to holder.
+// True with *last (the last token issued, 0: none) and *mine (the holder's
+// own live lease); else false with the reason in *refused.
+bool ClaimLeaseRow(const char *name_space, const char *resource, const char *holder,
+                   const Interval *ttl, int64 wait_us, Token *last, bool *mine,
+                   AttemptResult *refused) {
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
+                      CStringGetTextDatum(holder), PointerGetDatum(ttl)};
     InternalSession session;
     BeginInternal(&session);
-    Datum key[] = {ns, res};
-    bool found = RunInternalStatement(&lease_lock, key, nullptr) > 0;
-    bool available;
-    if (found) {
+    bool claimed = RunLeaseStatement(&lease_claim, values, nullptr) > 0;
+    *last = 0;
+    *mine = false;
+    if (claimed) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
         *last = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-        TimestampTz expires_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-        available = !DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
-        *refused = {Attempt::kTaken, 0, expires_at};
+        *mine = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
     } else {
-        // The first lease of this resource: the inserted row (or the unique
-        // index entry of a concurrent first acquire) serializes acquirers.
-        Datum values[] = {ns, res, CStringGetTextDatum(holder), PointerGetDatum(ttl)};
-        available = RunInternalStatement(&lease_first, values, nullptr) > 0;
-        *refused = {Attempt::kRetry, 0, 0};  // a concurrent first acquire committed
+        claimed = ClassifyUnclaimed(values, name_space, resource, wait_us, refused);
     }
     EndInternal(&session);
-    return available;
+    return claimed;
+}
+
+// CheckAndRaiseResource (strict) with sequential scans disabled, for the
+// reason RunLeaseStatement gives: its statements find the resource's HWM row
+// by key, and a plan made while fencing.resource_hwm was small must not make
+// many acquires in one statement quadratic.
+HwmVerdict RaiseResourceByKey(const char *name_space, const char *resource, Token token) {
+    bool saved = enable_seqscan;
+    enable_seqscan = false;
+    HwmVerdict verdict;
+    PG_TRY();
+    { verdict = CheckAndRaiseResource(name_space, resource, token, true); }
+    PG_FINALLY();
+    { enable_seqscan = saved; }
+    PG_END_TRY();
+    return verdict;
 }
 
 // Fence: raise the resource's HWM to a token above both the last one issued
@@ -222,7 +431,7 @@ bool LockLeaseRow(const char *name_space, const char *resource, const char *hold
 Token RaiseAboveHwm(const char *name_space, const char *resource, Token last) {
     Token token = NextToken(last, name_space, resource);
     for (int i = 0;; ++i) {
-        HwmVerdict verdict = CheckAndRaiseResource(name_space, resource, token, true);
+        HwmVerdict verdict = RaiseResourceByKey(name_space, resource, token);
         if (verdict.admitted)
             return token;
         if (i >= 16)
@@ -235,79 +444,81 @@ Token RaiseAboveHwm(const char *name_space, const char *resource, Token last) {
     }
 }
 
-void GrantLease(const char *name_space, const char *resource, const char *holder, Token token,
-                const Interval *ttl) {
+// Writes the granted lease into the row this transaction holds locked:
+// a new token, or (extend_only) the holder's live lease extended.
+void WriteLease(const char *name_space, const char *resource, const char *holder, Token token,
+                const Interval *ttl, bool extend_only) {
     InternalSession session;
     BeginInternal(&session);
-    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
-                      CStringGetTextDatum(holder), Int64GetDatum(token), PointerGetDatum(ttl)};
-    RunInternalStatement(&lease_grant, values, nullptr);
+    Datum ns = CStringGetTextDatum(name_space);
+    Datum res = CStringGetTextDatum(resource);
+    if (extend_only) {
+        Datum values[] = {ns, res, PointerGetDatum(ttl)};
+        RunLeaseStatement(&lease_extend, values, nullptr);
+    } else {
+        Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
+                          PointerGetDatum(ttl)};
+        RunLeaseStatement(&lease_grant, values, nullptr);
+    }
     EndInternal(&session);
 }
 
-// One attempt, in the caller's (sub)transaction.
+// One attempt, in the caller's transaction: no subtransaction, so acquiring
+// many leases in one transaction costs the same per lease. A refused attempt
+// leaves no row locked (lease_claim locks only a row it grants).
 AttemptResult TryAcquire(const char *name_space, const char *resource, const char *holder,
-                         const Interval *ttl) {
+                         const Interval *ttl, int64 wait_us) {
     Token last = 0;
+    bool mine = false;
     AttemptResult refused;
-    if (!LockLeaseRow(name_space, resource, holder, ttl, &last, &refused))
+    if (!ClaimLeaseRow(name_space, resource, holder, ttl, wait_us, &last, &mine, &refused))
         return refused;
+    if (mine) {
+        // The holder's own live lease: the same token, no raise, no new
+        // issue to make durable (as a renew).
+        WriteLease(name_space, resource, holder, last, ttl, true);
+        return {Attempt::kReacquired, last, 0, InvalidTransactionId};
+    }
     Token token = RaiseAboveHwm(name_space, resource, last);
-    GrantLease(name_space, resource, holder, token, ttl);
+    WriteLease(name_space, resource, holder, token, ttl, false);
     // Issuing a token must survive any crash or failover, whatever
     // synchronous_commit says (the HWM raise already asked for it too).
     NoteHwmRaised();
-    return {Attempt::kAcquired, token, 0};
+    return {Attempt::kAcquired, token, 0, InvalidTransactionId};
 }
 
-// TryAcquire in a subtransaction: kept when it acquired, rolled back (with
-// its row lock) otherwise.
-AttemptResult TryAcquireInSubtransaction(const char *name_space, const char *resource,
-                                         const char *holder, const Interval *ttl) {
-    MemoryContext context = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(context);
-    AttemptResult result = {Attempt::kRetry, 0, 0};
-    // An error rolls the subtransaction back here and is raised again in the
-    // caller's transaction (as PL/pgSQL's exception blocks do); otherwise the
-    // session would be left inside an aborted subtransaction.
-    PG_TRY();
-    { result = TryAcquire(name_space, resource, holder, ttl); }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(context);
-        ErrorData *error = CopyErrorData();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-        ReThrowError(error);
+// A re-acquire by the holder of the live lease, without queueing: a waiter
+// must not queue behind those waiting for its own lease. True with *token
+// when it was the holder's.
+bool TryReacquire(const char *name_space, const char *resource, const char *holder,
+                  const Interval *ttl, Token *token) {
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
+                      CStringGetTextDatum(holder)};
+    InternalSession session;
+    BeginInternal(&session);
+    bool mine = RunLeaseStatement(&lease_mine, values, nullptr) > 0;
+    if (mine) {
+        bool isnull;
+        *token =
+            DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     }
-    PG_END_TRY();
-    if (result.outcome == Attempt::kAcquired)
-        ReleaseCurrentSubTransaction();
-    else
-        RollbackAndReleaseCurrentSubTransaction();
-    MemoryContextSwitchTo(context);
-    CurrentResourceOwner = owner;
-    return result;
+    EndInternal(&session);
+    if (mine)
+        WriteLease(name_space, resource, holder, *token, ttl, true);
+    return mine;
 }
 
-// fencing_acquire's arguments.
+// fencing_acquire's and fencing_acquire_all's common arguments.
 struct LeaseRequest {
     char *name_space;
-    char *resource;
     char *holder;
     const Interval *ttl;
     bool waits;     // wait => given
     int64 wait_us;  // how long, when waits
 };
 
+// The arguments after the resource(s); the namespace is read first.
 void ReadLeaseRequest(FunctionCallInfo fcinfo, LeaseRequest *req) {
-    req->name_space = NamespaceArg(fcinfo, 4);
-    req->resource = TextArg(fcinfo, 0, "resource");
-    RequireStorableResourceKey(req->name_space, req->resource);
     req->holder = TextArg(fcinfo, 1, "holder");
     req->ttl = PositiveInterval(fcinfo, 2, "ttl");
     req->waits = !PG_ARGISNULL(3);
@@ -317,6 +528,18 @@ void ReadLeaseRequest(FunctionCallInfo fcinfo, LeaseRequest *req) {
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("wait must not be negative")));
 }
 
+// The rights fencing_acquire asks for; on_subscriber names what a subscriber
+// refuses (nullptr: a read, allowed there).
+void RequireAcquireRights(const char *name_space, const char *on_subscriber, const char *action) {
+    Oid caller = GetUserId();
+    if (on_subscriber != nullptr)
+        RefuseLeaseOnSubscriber(on_subscriber);
+    InternalSession session;
+    BeginInternal(&session);
+    RequireNamespaceWriter(name_space, caller, action);
+    EndInternal(&session);
+}
+
 int64 MicrosSince(instr_time started) {
     instr_time now;
     INSTR_TIME_SET_CURRENT(now);
@@ -324,16 +547,154 @@ int64 MicrosSince(instr_time started) {
     return static_cast<int64>(INSTR_TIME_GET_MICROSEC(now));
 }
 
+// Ends the subtransaction the caller began: kept or rolled back, then back
+// to the caller's memory context and resource owner.
+void EndSubTransaction(bool keep, MemoryContext context, ResourceOwner owner) {
+    if (keep)
+        ReleaseCurrentSubTransaction();
+    else
+        RollbackAndReleaseCurrentSubTransaction();
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+}
+
+// Takes the lock tag in mode through the lock manager's queue, waiting at
+// most wait_us (lock_timeout). False when the wait ran out first (or the
+// deadlock detector ended it). The wait
+// runs in a subtransaction so that its timeout can be caught; the lock then
+// passes to the (sub)transaction's resource owner, which owns it in the
+// no-wait case too, so that UnlockWithin finds it either way.
+bool LockWithin(const LOCKTAG *tag, LOCKMODE mode, int64 wait_us) {
+    ResourceOwner owner = CurrentResourceOwner;
+    CurrentResourceOwner = CurTransactionResourceOwner;
+    bool granted = LockAcquire(tag, mode, false, true) != LOCKACQUIRE_NOT_AVAIL;
+    CurrentResourceOwner = owner;
+    if (granted)
+        return true;
+    if (wait_us <= 0)
+        return false;
+    MemoryContext context = CurrentMemoryContext;
+    int saved = LockTimeout;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    LockTimeout = LockTimeoutFor(wait_us);
+    PG_TRY();
+    { (void)LockAcquire(tag, mode, false, false); }
+    PG_CATCH();
+    {
+        LockTimeout = saved;
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        EndSubTransaction(false, context, owner);
+        // A deadlock can only be between waiters: a head waiting for a
+        // row's locker that then queues for the same resource. The one the
+        // detector picks stops waiting, as at a timeout.
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
+            error->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED)
+            ReThrowError(error);
+        return false;
+    }
+    PG_END_TRY();
+    LockTimeout = saved;
+    EndSubTransaction(true, context, owner);
+    return true;
+}
+
+void UnlockWithin(const LOCKTAG *tag, LOCKMODE mode) {
+    ResourceOwner owner = CurrentResourceOwner;
+    CurrentResourceOwner = CurTransactionResourceOwner;
+    LockRelease(tag, mode, false);
+    CurrentResourceOwner = owner;
+}
+
+// Takes the resource's wait queue lock (ExclusiveLock on its tag), queueing
+// behind earlier waiters in the lock manager's arrival order, for at most
+// wait_us. False when the wait ran out first.
+bool JoinWaitQueue(const LOCKTAG *tag, int64 wait_us) {
+    return LockWithin(tag, ExclusiveLock, wait_us);
+}
+
+// Waits, at most wait_us, for the transaction that holds a lease row locked
+// to end (as a row lock wait does, but bounded); false when it is not
+// running (a multixact's number, or it has ended).
+bool WaitForLocker(TransactionId locker, int64 wait_us) {
+    if (!TransactionIdIsValid(locker) || TransactionIdIsCurrentTransactionId(locker) ||
+        !TransactionIdIsInProgress(locker))
+        return false;
+    LOCKTAG tag;
+    SET_LOCKTAG_TRANSACTION(tag, locker);
+    if (LockWithin(&tag, ShareLock, wait_us))
+        UnlockWithin(&tag, ShareLock);
+    return true;
+}
+
 // Sleeps until the live lease expires or the wait ends (left_us from now),
 // whichever is first, or until a release or renew of it wakes this backend.
-void SleepForLease(TimestampTz expires_at, int64 left_us) {
-    int64 until_expiry_us = expires_at - GetCurrentTimestamp();
-    int64 sleep_us = Min(left_us, Max(until_expiry_us, 0));
+// A row another transaction holds locked is looked at again soon.
+void SleepForLease(const AttemptResult &r, int64 left_us) {
+    if (r.outcome == Attempt::kBusy && WaitForLocker(r.locker, left_us)) {
+        CHECK_FOR_INTERRUPTS();
+        return;
+    }
+    int64 until_us =
+        r.outcome == Attempt::kTaken ? r.expires_at - GetCurrentTimestamp() : kBusyPollUs;
+    int64 sleep_us = Min(left_us, Max(until_us, int64{0}));
     // Whole milliseconds, rounded up, at least 1, at most a day at a time.
     long sleep_ms = static_cast<long>(Min((sleep_us + 999) / 1000, int64{86400000}));
     (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, Max(sleep_ms, 1L),
                     PG_WAIT_EXTENSION);
     CHECK_FOR_INTERRUPTS();
+}
+
+// The result of fencing_acquire for one resource.
+Datum AcquireOne(FunctionCallInfo fcinfo, const LeaseRequest &req, const char *resource) {
+    // The wait is measured on the monotonic clock; lease expiry on the
+    // server's wall clock (clock_timestamp()), as stored.
+    instr_time started;
+    INSTR_TIME_SET_CURRENT(started);
+    LOCKTAG tag;
+    LeaseLockTag(&tag, req.name_space, resource);
+    // Waiters queue first, so that they are served in arrival order (the
+    // holder of the live lease excepted); a non-waiting call only tries.
+    Token mine = 0;
+    if (req.waits && TryReacquire(req.name_space, resource, req.holder, req.ttl, &mine)) {
+        CountAcquire(req.name_space, resource, true, false, MicrosSince(started), mine);
+        PG_RETURN_INT64(mine);
+    }
+    if (req.waits && !JoinWaitQueue(&tag, req.wait_us)) {
+        CountAcquire(req.name_space, resource, false, true, MicrosSince(started), 0);
+        PG_RETURN_NULL();
+    }
+    bool contended = false;  // another lease was live, or its row locked, at least once
+    for (int retries = 0;;) {
+        ResetLatch(MyLatch);
+        int64 left_us = req.wait_us - MicrosSince(started);
+        AttemptResult r = TryAcquire(req.name_space, resource, req.holder, req.ttl, left_us);
+        if (r.outcome == Attempt::kRetry) {
+            if (++retries > 8)
+                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                                errmsg("could not acquire the lease of resource %s under "
+                                       "concurrent first acquires",
+                                       quote_literal_cstr(resource)),
+                                errhint("Retry the transaction.")));
+            continue;
+        }
+        int64 waited_us = MicrosSince(started);
+        left_us = req.wait_us - waited_us;
+        bool done = Granted(r) || !req.waits || left_us <= 0;
+        if (!Granted(r))
+            contended = true;
+        if (done) {
+            if (req.waits)
+                UnlockWithin(&tag, ExclusiveLock);
+            CountAcquire(req.name_space, resource, Granted(r), contended, waited_us, r.token);
+            if (!Granted(r))
+                PG_RETURN_NULL();
+            PG_RETURN_INT64(r.token);
+        }
+        SleepForLease(r, left_us);
+    }
 }
 
 // Renew and release: one conditional UPDATE of the live lease of token.
@@ -344,13 +705,15 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     const Interval *ttl = renew ? PositiveInterval(fcinfo, 2, "ttl") : nullptr;
     Oid caller = GetUserId();
     RefuseLeaseOnSubscriber(renew ? "renew a lease" : "release a lease");
+    bool had_xid = GetTopTransactionIdIfAny() != InvalidTransactionId;
+    XLogRecPtr before = XactLastRecEnd;
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceOwner(name_space, caller,
                           renew ? "renew leases in it" : "release leases in it");
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
                       Int64GetDatum(token), PointerGetDatum(ttl)};
-    uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
+    uint64 changed = RunLeaseStatement(renew ? &lease_renew : &lease_release, values, nullptr);
     int64 held_us = 0;
     if (changed > 0 && !renew) {
         bool isnull;
@@ -358,10 +721,12 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
             SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
         held_us = GetCurrentTimestamp() - acquired_at;
     }
+    if (changed > 0)
+        NoteLeaseChange(had_xid, before);
     // A refused renew or release from a holder that lost its lease without
     // knowing: only looked up when counting.
     bool lost =
-        changed == 0 && StatsEnabled() && RunInternalStatement(&lease_lost, values, nullptr) > 0;
+        changed == 0 && StatsEnabled() && RunLeaseStatement(&lease_lost, values, nullptr) > 0;
     EndInternal(&session);
     if (changed > 0) {
         WakeWaitersAtCommit(name_space, resource);
@@ -373,10 +738,171 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     PG_RETURN_BOOL(changed > 0);
 }
 
+// fencing_acquire_all's resources, sorted (the order every caller locks them
+// in) and checked: no NULL, no duplicate.
+struct ResourceSet {
+    int count;
+    char **sorted;
+    int *input_index;  // sorted[i] is resources[input_index[i]]
+};
+
+int CompareNames(const void *a, const void *b) {
+    return strcmp(*static_cast<char *const *>(a), *static_cast<char *const *>(b));
+}
+
+void ReadResourceSet(FunctionCallInfo fcinfo, const char *name_space, ResourceSet *set) {
+    if (PG_ARGISNULL(0))
+        ereport(ERROR,
+                (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resources must not be NULL")));
+    ArrayType *array = PG_GETARG_ARRAYTYPE_P(0);
+    if (ARR_NDIM(array) > 1)
+        ereport(ERROR, (errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+                        errmsg("resources must be a one-dimensional array")));
+    Datum *elems;
+    bool *nulls;
+    int n;
+    deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+    // Pairs (name, input index), sorted by name with the index after it.
+    auto **pairs = static_cast<char **>(palloc(sizeof(char *) * Max(n, 1)));
+    for (int i = 0; i < n; ++i) {
+        if (nulls[i])
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+                            errmsg("resources must not contain NULL")));
+        char *name = TextDatumGetCString(elems[i]);
+        RequireStorableResourceKey(name_space, name);
+        pairs[i] = psprintf("%s%c%d", name, '\0', i);
+    }
+    qsort(pairs, n, sizeof(char *), CompareNames);
+    set->count = n;
+    set->sorted = pairs;
+    set->input_index = static_cast<int *>(palloc(sizeof(int) * Max(n, 1)));
+    for (int i = 0; i < n; ++i) {
+        if (i > 0 && strcmp(pairs[i - 1], pairs[i]) == 0)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("resource %s appears more than once in resources",
+                                   quote_literal_cstr(pairs[i])),
+                            errhint("Pass each resource once.")));
+        set->input_index[i] = atoi(pairs[i] + strlen(pairs[i]) + 1);
+    }
+}
+
+// One attempt at every resource, in sorted order, in a subtransaction that
+// is kept only when all were granted (tokens[input index]); else rolled back,
+// with the refusal and the index (sorted) of the resource that refused.
+bool TryAcquireAll(const LeaseRequest &req, const ResourceSet &set, int64 left_us, Datum *tokens,
+                   AttemptResult *refused, int *refusing) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    bool all = true;
+    PG_TRY();
+    {
+        for (int i = 0; i < set.count && all; ++i) {
+            AttemptResult r =
+                TryAcquire(req.name_space, set.sorted[i], req.holder, req.ttl, left_us);
+            if (Granted(r)) {
+                tokens[set.input_index[i]] = Int64GetDatum(r.token);
+                continue;
+            }
+            all = false;
+            *refused = r;
+            *refusing = i;
+        }
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        EndSubTransaction(false, context, owner);
+        ReThrowError(error);
+    }
+    PG_END_TRY();
+    EndSubTransaction(all, context, owner);
+    return all;
+}
+
+// Waits, in the refusing resource's queue, until its lease may be free or
+// the wait ends; then every resource is tried again. No row lock is held
+// while waiting, so two callers with overlapping sets cannot deadlock.
+void WaitForRefusing(const LeaseRequest &req, const char *resource, const AttemptResult &r,
+                     int64 left_us) {
+    LOCKTAG tag;
+    LeaseLockTag(&tag, req.name_space, resource);
+    if (!JoinWaitQueue(&tag, left_us))
+        return;
+    SleepForLease(r, left_us);
+    UnlockWithin(&tag, ExclusiveLock);
+}
+
+Datum TokenArray(FunctionCallInfo fcinfo, Datum *tokens, int n) {
+    Oid array_type = get_fn_expr_rettype(fcinfo->flinfo);
+    Oid element = get_element_type(array_type);
+    if (!OidIsValid(element))
+        ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),
+                        errmsg("fencing_acquire_all must return an array")));
+    int16 len;
+    bool byval;
+    char align;
+    get_typlenbyvalalign(element, &len, &byval, &align);
+    PG_RETURN_ARRAYTYPE_P(construct_array(tokens, n, element, len, byval, align));
+}
+
+Datum AcquireAll(FunctionCallInfo fcinfo, const LeaseRequest &req, const ResourceSet &set) {
+    instr_time started;
+    INSTR_TIME_SET_CURRENT(started);
+    auto *tokens = static_cast<Datum *>(palloc0(sizeof(Datum) * Max(set.count, 1)));
+    for (;;) {
+        ResetLatch(MyLatch);
+        AttemptResult refused = {Attempt::kRetry, 0, 0, InvalidTransactionId};
+        int refusing = 0;
+        int64 left_us = req.wait_us - MicrosSince(started);
+        if (TryAcquireAll(req, set, left_us, tokens, &refused, &refusing)) {
+            int64 waited_us = MicrosSince(started);
+            for (int i = 0; i < set.count; ++i)
+                CountAcquire(req.name_space, set.sorted[i], true, waited_us > 0 && req.waits,
+                             waited_us, DatumGetInt64(tokens[set.input_index[i]]));
+            return TokenArray(fcinfo, tokens, set.count);
+        }
+        left_us = req.wait_us - MicrosSince(started);
+        if (!req.waits || left_us <= 0) {
+            CountAcquire(req.name_space, set.sorted[refusing], false, true, MicrosSince(started),
+                         0);
+            PG_RETURN_NULL();
+        }
+        WaitForRefusing(req, set.sorted[refusing], refused, left_us);
+    }
+}
+
+// fencing_check: whether token is still the resource's current one.
+bool TokenIsCurrent(const char *name_space, const char *resource, Token token) {
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
+    InternalSession session;
+    BeginInternal(&session);
+    bool current = true;
+    Token hwm = 0;
+    if (ReadResourceHwm(name_space, resource, &hwm) && hwm > token)
+        current = false;  // a higher token was accepted
+    if (current && RunLeaseStatement(&lease_current, values, nullptr) > 0) {
+        bool isnull;
+        HeapTuple tup = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        Token issued = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+        bool live = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+        // A higher token was issued; or token is the lease's own and that
+        // lease has ended (released or expired).
+        if (issued > token || (issued == token && !live))
+            current = false;
+    }
+    EndInternal(&session);
+    return current;
+}
+
 }  // namespace
 
 void RegisterLeaseCallbacks() {
-    RegisterXactCallback(WakeWaiters, nullptr);
+    RegisterXactCallback(OnLeaseXactEvent, nullptr);
 }
 
 }  // namespace fencing::pg
@@ -385,56 +911,30 @@ using namespace fencing::pg;
 
 FENCING_FUNCTION(fencing_acquire) {
     LeaseRequest req;
+    req.name_space = NamespaceArg(fcinfo, 4);
+    char *resource = TextArg(fcinfo, 0, "resource");
+    RequireStorableResourceKey(req.name_space, resource);
     ReadLeaseRequest(fcinfo, &req);
-    Oid caller = GetUserId();
-    RefuseLeaseOnSubscriber("acquire a lease");
+    RequireAcquireRights(req.name_space, "acquire a lease", "acquire leases in it");
+    return AcquireOne(fcinfo, req, resource);
+}
 
-    InternalSession session;
-    BeginInternal(&session);
-    RequireNamespaceWriter(req.name_space, caller, "acquire leases in it");
-    EndInternal(&session);
+FENCING_FUNCTION(fencing_acquire_all) {
+    LeaseRequest req;
+    req.name_space = NamespaceArg(fcinfo, 4);
+    ResourceSet set;
+    ReadResourceSet(fcinfo, req.name_space, &set);
+    ReadLeaseRequest(fcinfo, &req);
+    RequireAcquireRights(req.name_space, "acquire a lease", "acquire leases in it");
+    return AcquireAll(fcinfo, req, set);
+}
 
-    // The wait is measured on the monotonic clock; lease expiry on the
-    // server's wall clock (clock_timestamp()), as stored.
-    instr_time started;
-    INSTR_TIME_SET_CURRENT(started);
-    // Contended: another lease was live at least once (NULL returned, or waited).
-    bool contended = false;
-    LOCKTAG tag;
-    if (req.waits) {
-        LeaseLockTag(&tag, req.name_space, req.resource);
-        LockAcquire(&tag, ShareLock, false, false);
-    }
-    for (int retries = 0;;) {
-        ResetLatch(MyLatch);
-        AttemptResult r =
-            TryAcquireInSubtransaction(req.name_space, req.resource, req.holder, req.ttl);
-        if (r.outcome == Attempt::kRetry) {
-            if (++retries > 8)
-                ereport(ERROR, (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                                errmsg("could not acquire the lease of resource %s under "
-                                       "concurrent first acquires",
-                                       quote_literal_cstr(req.resource)),
-                                errhint("Retry the transaction.")));
-            continue;
-        }
-        int64 waited_us = MicrosSince(started);
-        if (r.outcome == Attempt::kAcquired) {
-            if (req.waits)
-                LockRelease(&tag, ShareLock, false);
-            CountAcquire(req.name_space, req.resource, true, contended, waited_us, r.token);
-            PG_RETURN_INT64(r.token);
-        }
-        contended = true;
-        int64 left_us = req.wait_us - waited_us;
-        if (!req.waits || left_us <= 0) {
-            if (req.waits)
-                LockRelease(&tag, ShareLock, false);
-            CountAcquire(req.name_space, req.resource, false, true, waited_us, 0);
-            PG_RETURN_NULL();
-        }
-        SleepForLease(r.expires_at, left_us);
-    }
+FENCING_FUNCTION(fencing_check) {
+    char *name_space = NamespaceArg(fcinfo, 2);
+    char *resource = TextArg(fcinfo, 0, "resource");
+    fencing::Token token = TokenArg(fcinfo, 1);
+    RequireAcquireRights(name_space, nullptr, "check leases in it");
+    PG_RETURN_BOOL(TokenIsCurrent(name_space, resource, token));
 }
 
 FENCING_FUNCTION(fencing_renew) {

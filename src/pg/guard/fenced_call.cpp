@@ -3,7 +3,7 @@
 namespace fencing::pg {
 namespace {
 
-FencedCall current = {false, InvalidOid, 0};
+FencedCall current = {false, InvalidOid, 0, 0, 0};
 
 bool RunningOn(Oid home_relid) {
     return current.running && current.relid == home_relid;
@@ -13,7 +13,7 @@ bool RunningOn(Oid home_relid) {
 
 FencedCall EnterFencedCall(Oid relid, Token token) {
     FencedCall enclosing = current;
-    current = {true, relid, token};
+    current = {true, relid, token, 0, 0};
     return enclosing;
 }
 
@@ -23,6 +23,16 @@ void LeaveFencedCall(const FencedCall &enclosing) {
 
 bool FencedCallSkipsStaleRows(Oid home_relid) {
     return RunningOn(home_relid);
+}
+
+void NoteFencedCallStale(Token hwm) {
+    current.stale++;
+    current.max_hwm = Max(current.max_hwm, hwm);
+}
+
+void FencedCallStale(int64 *stale, Token *max_hwm) {
+    *stale = current.stale;
+    *max_hwm = current.max_hwm;
 }
 
 bool FencedCallToken(Oid home_relid, Token *out) {

@@ -14,6 +14,8 @@ struct FencedCall {
     bool running;
     Oid relid;
     Token token;
+    int64 stale;    // rows of relid skipped as stale so far
+    Token max_hwm;  // the highest HWM that refused one of them
 };
 
 // Opens the scope of a call on relid with token. Returns the enclosing scope
@@ -28,5 +30,11 @@ bool FencedCallToken(Oid home_relid, Token *out);
 // Whether a stale row of home_relid is skipped because a fenced call on that
 // very table is running.
 bool FencedCallSkipsStaleRows(Oid home_relid);
+
+// A stale row of the running call's table was skipped; hwm refused it.
+void NoteFencedCallStale(Token hwm);
+
+// The running call's stale rows so far and the highest HWM that refused one.
+void FencedCallStale(int64 *stale, Token *max_hwm);
 
 }  // namespace fencing::pg

@@ -126,6 +126,8 @@ void Stale(const GuardContext &g, const char *where, Token offered, Token hwm, b
     // the constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
     if (may_skip && !InNoForceRLSOperation() &&
         (g.policy.on_stale == OnStale::kSkip || FencedCallSkipsStaleRows(g.policy.home_relid))) {
+        if (FencedCallSkipsStaleRows(g.policy.home_relid))
+            NoteFencedCallStale(hwm);
         CountStale(StatsTarget(g), true, where, offered, hwm);
         return;
     }
