@@ -84,10 +84,35 @@ SELECT fencing_release('j1', 1, namespace => 'lf-alice');
 SELECT fenced_update_result('lf_row', 99, '{"id": 1}', '{"v": "bob"}');
 RESET SESSION AUTHORIZATION;
 
+-- A re-acquire by the holder whose live token was fenced (a higher token
+-- accepted for the resource) gets a new token above it, not the fenced one.
+SELECT fencing_acquire('lf-f', 'h', '1 min') AS f1 \gset
+SELECT fencing_resource_advance('lf-f', :f1 + 5) AS advanced;
+SELECT fencing_acquire('lf-f', 'h', '1 min') > :f1 + 5 AS new_token_above_the_advance;
+SELECT fencing_check('lf-f', :f1) AS fenced_token_current;
+
+-- A check is a read: it does not claim an unclaimed namespace.
+SET SESSION AUTHORIZATION regress_lf_bob;
+SELECT fencing_check('x', 1, namespace => 'lf-unclaimed') AS unclaimed_current;
+RESET SESSION AUTHORIZATION;
+SELECT count(*) AS claimed FROM fencing.resource_namespace WHERE name = 'lf-unclaimed';
+
+-- After retirement, a released lease's token is not current: the resource is
+-- judged by the namespace's floor, and a token equal to it may be that
+-- lease's.
+SELECT fencing_enable_retirement('lf-ret');
+SELECT fencing_acquire('lf-r', 'h', '1 min', namespace => 'lf-ret') AS r1 \gset
+SELECT fencing_release('lf-r', :r1, 'lf-ret');
+SELECT fencing_check('lf-r', :r1, 'lf-ret') AS released_current;
+SELECT fencing_retire('lf-ret', '0 s') AS retired;
+SELECT fencing_check('lf-r', :r1, 'lf-ret') AS retired_current;
+SELECT fencing_check('lf-r', :r1 + 1, 'lf-ret') AS above_floor_current;
+
 DROP TABLE lf_row;
 SELECT fencing_resource_reset(r) FROM (VALUES ('lf-a'), ('lf-b'), ('lf-c'), ('lf-z'), ('lf-m'),
-    ('lf-n1'), ('lf-n2')) v(r) WHERE fencing_resource_high_water(r) IS NOT NULL;
+    ('lf-n1'), ('lf-n2'), ('lf-f')) v(r) WHERE fencing_resource_high_water(r) IS NOT NULL;
 DELETE FROM fencing.lease WHERE resource LIKE 'lf-%' OR namespace IN ('lf-ns', 'lf-alice');
-DELETE FROM fencing.resource_namespace WHERE name IN ('lf-ns', 'lf-alice');
+DELETE FROM fencing.resource_namespace WHERE name IN ('lf-ns', 'lf-alice', 'lf-ret');
+DELETE FROM fencing.resource_floor WHERE namespace = 'lf-ret';
 DROP ROLE regress_lf_alice;
 DROP ROLE regress_lf_bob;

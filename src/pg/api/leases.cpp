@@ -463,6 +463,19 @@ void WriteLease(const char *name_space, const char *resource, const char *holder
     EndInternal(&session);
 }
 
+// Whether a higher token than the live lease's was accepted for the resource
+// (fencing_resource_advance, or a write with a token from elsewhere): every
+// write with the live token is refused then, so a re-acquire by its holder
+// gets a new token instead of the fenced one.
+bool LiveTokenFenced(const char *name_space, const char *resource, Token live) {
+    InternalSession session;
+    BeginInternal(&session);
+    Token hwm = 0;
+    bool fenced = ReadResourceHwm(name_space, resource, &hwm) && hwm > live;
+    EndInternal(&session);
+    return fenced;
+}
+
 // One attempt, in the caller's transaction: no subtransaction, so acquiring
 // many leases in one transaction costs the same per lease. A refused attempt
 // leaves no row locked (lease_claim locks only a row it grants).
@@ -473,7 +486,7 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
     AttemptResult refused;
     if (!ClaimLeaseRow(name_space, resource, holder, ttl, wait_us, &last, &mine, &refused))
         return refused;
-    if (mine) {
+    if (mine && !LiveTokenFenced(name_space, resource, last)) {
         // The holder's own live lease: the same token, no raise, no new
         // issue to make durable (as a renew).
         WriteLease(name_space, resource, holder, last, ttl, true);
@@ -503,6 +516,8 @@ bool TryReacquire(const char *name_space, const char *resource, const char *hold
             DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
     }
     EndInternal(&session);
+    if (mine && LiveTokenFenced(name_space, resource, *token))
+        return false;  // fenced: the ordinary path issues a new token
     if (mine)
         WriteLease(name_space, resource, holder, *token, ttl, true);
     return mine;
@@ -537,6 +552,18 @@ void RequireAcquireRights(const char *name_space, const char *on_subscriber, con
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceWriter(name_space, caller, action);
+    EndInternal(&session);
+}
+
+// fencing_check reads: the namespace owner's privileges, as for the other
+// reads of a namespace's state; an unclaimed namespace holds no state and is
+// left unclaimed (a check claims nothing), and anyone may check it.
+void RequireCheckRights(const char *name_space) {
+    Oid caller = GetUserId();
+    InternalSession session;
+    BeginInternal(&session);
+    if (OidIsValid(NamespaceOwner(name_space)))
+        RequireNamespaceOwner(name_space, caller, "check leases in it");
     EndInternal(&session);
 }
 
@@ -882,8 +909,14 @@ bool TokenIsCurrent(const char *name_space, const char *resource, Token token) {
     BeginInternal(&session);
     bool current = true;
     Token hwm = 0;
-    if (ReadResourceHwm(name_space, resource, &hwm) && hwm > token)
+    bool at_floor = false;
+    if (ReadResourceHwm(name_space, resource, &hwm, &at_floor) && hwm > token)
         current = false;  // a higher token was accepted
+    // A resource judged by its namespace's floor had its entry (and its
+    // lease, which had ended) retired into it: a token equal to the floor may
+    // be that ended lease's, so only a token above the floor is current.
+    if (at_floor && hwm > 0 && token <= hwm)
+        current = false;
     if (current && RunLeaseStatement(&lease_current, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
@@ -933,7 +966,7 @@ FENCING_FUNCTION(fencing_check) {
     char *name_space = NamespaceArg(fcinfo, 2);
     char *resource = TextArg(fcinfo, 0, "resource");
     fencing::Token token = TokenArg(fcinfo, 1);
-    RequireAcquireRights(name_space, nullptr, "check leases in it");
+    RequireCheckRights(name_space);
     PG_RETURN_BOOL(TokenIsCurrent(name_space, resource, token));
 }
 

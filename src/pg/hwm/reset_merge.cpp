@@ -102,14 +102,17 @@ void MergeTombstoneFloors(Datum from_relids, Oid to) {
 
 }  // namespace
 
-bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm) {
+bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm, bool *from_floor) {
     Oid types[] = {TEXTOID, TEXTOID};
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
     RunInternalSql(
         "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
         " AND resource OPERATOR(pg_catalog.=) $2",
         2, types, values, nullptr, true);
-    if (FirstInt8NotNull(hwm))
+    bool own = FirstInt8NotNull(hwm);
+    if (from_floor != nullptr)
+        *from_floor = !own;
+    if (own)
         return true;
     *hwm = ResourceFloor(name_space);
     return *hwm > 0;

@@ -88,7 +88,10 @@ bool StoreHasRaisedAt(const char *table);
 // Reads, outside a write's check (HWM queries, DDL): the committed state.
 // A resource with no HWM of its own reads as its namespace's floor (when
 // above 0): the value a write would be judged against.
-bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);
+// ReadResourceHwm reports the namespace's floor for a resource with no entry
+// of its own (*from_floor true then).
+bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm,
+                     bool *from_floor = nullptr);
 bool ReadTableHwm(Oid relid, Token *hwm);
 bool HasTombstones(Oid relid);
 // The highest table HWM and the highest tombstone stored for any of relids (an
