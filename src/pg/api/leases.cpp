@@ -279,21 +279,10 @@ InternalStatement lease_current = {"SELECT token, " LEASE_LIVE
                                    {TEXTOID, TEXTOID},
                                    nullptr};
 
-// Runs a lease statement with sequential scans disabled while it is planned
-// and run: every statement finds its row by fencing.lease's primary key, and
-// a plan made while the table was small (a seq scan, kept as the generic
-// plan) would make each call scan the whole table, so that many acquires in
-// one statement grew quadratically.
+// A lease statement (its plan made and run without sequential scans, as
+// every kept statement's: pg/base/internal_access.hpp).
 uint64 RunLeaseStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
-    bool saved = enable_seqscan;
-    enable_seqscan = false;
-    uint64 processed = 0;
-    PG_TRY();
-    { processed = RunInternalStatement(stmt, values, nulls); }
-    PG_FINALLY();
-    { enable_seqscan = saved; }
-    PG_END_TRY();
-    return processed;
+    return RunInternalStatement(stmt, values, nulls);
 }
 
 // kAcquired: a new token. kReacquired: the holder's own live token, its lease
@@ -410,20 +399,9 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
     return claimed;
 }
 
-// CheckAndRaiseResource (strict) with sequential scans disabled, for the
-// reason RunLeaseStatement gives: its statements find the resource's HWM row
-// by key, and a plan made while fencing.resource_hwm was small must not make
-// many acquires in one statement quadratic.
+// CheckAndRaiseResource, strict: the new token must be above the HWM.
 HwmVerdict RaiseResourceByKey(const char *name_space, const char *resource, Token token) {
-    bool saved = enable_seqscan;
-    enable_seqscan = false;
-    HwmVerdict verdict;
-    PG_TRY();
-    { verdict = CheckAndRaiseResource(name_space, resource, token, true); }
-    PG_FINALLY();
-    { enable_seqscan = saved; }
-    PG_END_TRY();
-    return verdict;
+    return CheckAndRaiseResource(name_space, resource, token, true);
 }
 
 // Fence: raise the resource's HWM to a token above both the last one issued

@@ -2,6 +2,7 @@
 #include "pg/base/compat.hpp"
 
 extern "C" {
+#include "optimizer/cost.h"
 #include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
@@ -116,8 +117,20 @@ SPIPlanPtr InternalPlan(InternalStatement *stmt) {
     return stmt->plan;
 }
 
+// Kept statements find their rows by key. Their generic plan is made from
+// the table's statistics when first run, and a table that was small then (a
+// new database, or one that retirement keeps small) would get a sequential
+// scan, kept for every later call: each call would then read every entry.
+// So they are planned, and run, with sequential scans disabled.
 uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
-    int rc = SPI_execute_plan(InternalPlan(stmt), const_cast<Datum *>(values), nulls, false, 0);
+    bool saved_enable_seqscan = enable_seqscan;
+    enable_seqscan = false;
+    int rc = 0;
+    PG_TRY();
+    { rc = SPI_execute_plan(InternalPlan(stmt), const_cast<Datum *>(values), nulls, false, 0); }
+    PG_FINALLY();
+    { enable_seqscan = saved_enable_seqscan; }
+    PG_END_TRY();
     if (rc < 0)
         ereport(ERROR,
                 (errcode(ERRCODE_INTERNAL_ERROR),
