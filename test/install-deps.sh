@@ -31,6 +31,8 @@ FULL_ONLY=(
     sqlsmith
     # production surroundings: PgBouncer, pg_repack, pg_partman, asyncpg
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
+    # retirement from pg_cron (test/t/082_retire_cron.pl, docs/cookbook.md)
+    postgresql-15-cron
     # the client examples (examples/): Django, SQLAlchemy, JDBC
     python3-django python3-psycopg2 python3-sqlalchemy
     default-jdk-headless libpostgresql-jdbc-java
