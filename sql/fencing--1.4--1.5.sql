@@ -5,6 +5,98 @@
 -- Bounded state: retirement of idle per-key state into floors.
 ----------------------------------------------------------------------------
 
+-- Every resource HWM and tombstone records when it was last raised (the
+-- transaction's start), so that retirement can tell idle state. Existing
+-- entries count as idle from the update on (a fast default: no rewrite).
+ALTER TABLE fencing.resource_hwm
+    ADD COLUMN raised_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now();
+ALTER TABLE fencing.row_tombstone
+    ADD COLUMN raised_at pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now();
+
+-- A floor per resource namespace and per row-scope table: at least every HWM,
+-- tombstone and lease token retired into it. A key with no entry of its own
+-- is judged against its floor exactly as against an entry. Floors only rise.
+CREATE TABLE fencing.resource_floor (
+    namespace  pg_catalog.text PRIMARY KEY,
+    floor      pg_catalog.int8 NOT NULL DEFAULT 0 CHECK (floor OPERATOR(pg_catalog.>=) 0),
+    enabled    pg_catalog.bool NOT NULL DEFAULT true,
+    idle       pg_catalog.interval,  -- automatic policy; NULL = manual only
+    retired    pg_catalog.int8 NOT NULL DEFAULT 0,
+    retired_at pg_catalog.timestamptz  -- last retirement that removed something
+);
+ALTER TABLE fencing.resource_floor SET ACCESS METHOD heap;
+COMMENT ON TABLE fencing.resource_floor IS
+    'per namespace: the floor idle resource HWMs and lease tokens were retired into';
+SELECT pg_catalog.pg_extension_config_dump('fencing.resource_floor', '');
+
+CREATE TABLE fencing.tombstone_floor (
+    relid      pg_catalog.regclass PRIMARY KEY,
+    floor      pg_catalog.int8 NOT NULL DEFAULT 0 CHECK (floor OPERATOR(pg_catalog.>=) 0),
+    enabled    pg_catalog.bool NOT NULL DEFAULT true,
+    idle       pg_catalog.interval,
+    retired    pg_catalog.int8 NOT NULL DEFAULT 0,
+    retired_at pg_catalog.timestamptz
+);
+ALTER TABLE fencing.tombstone_floor SET ACCESS METHOD heap;
+COMMENT ON TABLE fencing.tombstone_floor IS
+    'per row-scope table: the floor idle tombstones were retired into';
+SELECT pg_catalog.pg_extension_config_dump('fencing.tombstone_floor', '');
+
+CREATE FUNCTION @extschema@.fencing_enable_retirement(namespace pg_catalog.text,
+        idle pg_catalog.interval DEFAULT NULL)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_enable_retirement_namespace'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_enable_retirement(pg_catalog.text, pg_catalog.interval) IS
+    'opt a namespace in to retirement (its owner); idle: the automatic policy, NULL = manual';
+CREATE FUNCTION @extschema@.fencing_enable_retirement(target pg_catalog.regclass,
+        idle pg_catalog.interval DEFAULT NULL)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_enable_retirement_table'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_enable_retirement(pg_catalog.regclass, pg_catalog.interval) IS
+    'opt a row-scope table in to retirement of its tombstones (its owner)';
+CREATE FUNCTION @extschema@.fencing_disable_retirement(namespace pg_catalog.text)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_disable_retirement_namespace'
+    LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.fencing_disable_retirement(pg_catalog.text) IS
+    'no further retirement in the namespace; its floor stays and keeps judging';
+CREATE FUNCTION @extschema@.fencing_disable_retirement(target pg_catalog.regclass)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_disable_retirement_table'
+    LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.fencing_disable_retirement(pg_catalog.regclass) IS
+    'no further retirement of the table''s tombstones; its floor stays and keeps judging';
+CREATE FUNCTION @extschema@.fencing_retire(namespace pg_catalog.text, idle pg_catalog.interval,
+        max_entries pg_catalog.int8 DEFAULT NULL)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_retire_namespace'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_retire(pg_catalog.text, pg_catalog.interval, pg_catalog.int8) IS
+    'retire the namespace''s HWMs (and ended leases) idle for longer than idle into its floor';
+CREATE FUNCTION @extschema@.fencing_retire(target pg_catalog.regclass, idle pg_catalog.interval,
+        max_entries pg_catalog.int8 DEFAULT NULL)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_retire_table'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_retire(pg_catalog.regclass, pg_catalog.interval, pg_catalog.int8) IS
+    'retire the table''s tombstones idle for longer than idle into its floor';
+CREATE FUNCTION @extschema@.fencing_retire_due(max_entries pg_catalog.int8 DEFAULT NULL)
+    RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_retire_due'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_retire_due(pg_catalog.int8) IS
+    'run every enabled automatic retirement policy the caller may run';
+
+-- A dropped table's floor goes with it, as its tombstones do (any command
+-- that drops a table: DROP TABLE, DROP SCHEMA, DROP OWNED, a cascade).
+CREATE FUNCTION fencing.on_floor_drop() RETURNS event_trigger
+    LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM fencing.tombstone_floor f
+     USING pg_catalog.pg_event_trigger_dropped_objects() d
+     WHERE d.object_type OPERATOR(pg_catalog.=) 'table' AND d.objsubid OPERATOR(pg_catalog.=) 0
+       AND f.relid OPERATOR(pg_catalog.=) d.objid;
+END $$;
+REVOKE ALL ON FUNCTION fencing.on_floor_drop() FROM PUBLIC;
+CREATE EVENT TRIGGER fencing_floor_drop ON sql_drop
+    EXECUTE FUNCTION fencing.on_floor_drop();
+ALTER EVENT TRIGGER fencing_floor_drop ENABLE ALWAYS;
+
 -- (retirement: end of section)
 
 ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ namespace {
 
 char *token_setting = nullptr;
 bool auto_protect_setting = true;
+int retire_batch_size_setting = 1000;
 bool allow_session_token_setting = false;
 // fencing.token's own GUC record: its stack tells whether the current
 // transaction set the value (see SetInThisTransaction).
@@ -154,12 +155,20 @@ void DefineSettings() {
         "Lets a fencing.token set for the session fence writes of later transactions.",
         "Only for dedicated, unpooled connections: a session token stays on the connection.",
         &allow_session_token_setting, false, PGC_SUSET, 0, nullptr, nullptr, nullptr);
+    DefineCustomIntVariable(
+        "fencing.retire_batch_size", "Entries one retirement batch retires at most.",
+        "Each batch locks its candidates, deletes them and raises the floor in one step.",
+        &retire_batch_size_setting, 1000, 1, 1000000, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     DefineCustomBoolVariable(
         "fencing.auto_protect", "Protect every table that declares a fencing_token column.",
         nullptr, &auto_protect_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     defining = false;
     previous_utility_hook = ProcessUtility_hook;
     ProcessUtility_hook = RefuseLostSetLocal;
+}
+
+int RetireBatchSize() {
+    return retire_batch_size_setting;
 }
 
 bool TokenSetting(Token *out) {

@@ -1,4 +1,5 @@
-// Settings: fencing.token, fencing.allow_session_token, fencing.auto_protect.
+// Settings: fencing.token, fencing.allow_session_token, fencing.auto_protect,
+// fencing.retire_batch_size.
 #pragma once
 
 #include "core/token.hpp"
@@ -18,5 +19,7 @@ void DefineSettings();
 bool TokenSetting(Token *out);
 
 bool AutoProtectEnabled();
+// fencing.retire_batch_size: how many entries one retirement batch retires at most.
+int RetireBatchSize();
 
 }  // namespace fencing::pg

@@ -116,8 +116,10 @@ WriteStatsTarget StatsTarget(const GuardContext &g) {
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
 // Either way the write is counted and logged first, so a rejection that rolls
 // its transaction back is still counted.
-void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
-           bool may_skip = true) {
+// floor_of: the key has no entry of its own and was judged against the floor
+// of this namespace or table (retirement), said after the usual sentence.
+void Stale(const GuardContext &g, const char *where, Token offered, Token hwm, bool may_skip = true,
+           const char *floor_of = nullptr) {
     // Skipped under on_stale => 'skip', and inside the fenced call scope
     // (pg/guard/fenced_call.hpp) for the call's table: the call reports 0
     // rows. A foreign key's cascade is never skipped: skipping it would leave
@@ -128,18 +130,25 @@ void Stale(const GuardContext &g, const char *where, Token offered, Token hwm,
         return;
     }
     CountStale(StatsTarget(g), false, where, offered, hwm);
+    const char *floor_note =
+        floor_of == nullptr
+            ? ""
+            : psprintf(
+                  " The key has no entry of its own and was judged against the floor of %s "
+                  "(its entry retired, or never written).",
+                  floor_of);
     // As for a unique violation: the table in the message, the key in DETAIL.
-    ereport(ERROR,
-            (errcode(ERRCODE_FENCING_STALE_TOKEN),
-             errmsg("stale fencing token for table %s", HomeName(g)),
-             g.policy.strict ? errdetail("%s: offered token " INT64_FORMAT
-                                         " is not above the high-water mark " INT64_FORMAT
-                                         " (strict: a token is admitted to one transaction only).",
-                                         Capitalized(where), offered, hwm)
-                             : errdetail("%s: offered token " INT64_FORMAT
-                                         " is below the high-water mark " INT64_FORMAT ".",
-                                         Capitalized(where), offered, hwm),
-             errhint(FENCING_STALE_HINT), HomeTable(g)));
+    ereport(ERROR, (errcode(ERRCODE_FENCING_STALE_TOKEN),
+                    errmsg("stale fencing token for table %s", HomeName(g)),
+                    g.policy.strict
+                        ? errdetail("%s: offered token " INT64_FORMAT
+                                    " is not above the high-water mark " INT64_FORMAT
+                                    " (strict: a token is admitted to one transaction only).%s",
+                                    Capitalized(where), offered, hwm, floor_note)
+                        : errdetail("%s: offered token " INT64_FORMAT
+                                    " is below the high-water mark " INT64_FORMAT ".%s",
+                                    Capitalized(where), offered, hwm, floor_note),
+                    errhint(FENCING_STALE_HINT), HomeTable(g)));
 }
 
 HeapTuple WithToken(const GuardContext &g, Token token) {
@@ -226,7 +235,9 @@ bool SharedHwmAdmits(const GuardContext &g, Token offered, const char *resource)
                          quote_literal_cstr(g.name_space));
     else
         appendStringInfoString(&where, "table-wide");
-    Stale(g, where.data, offered, verdict.hwm);
+    const char *floor_of =
+        verdict.floor ? psprintf("namespace %s", quote_literal_cstr(g.name_space)) : nullptr;
+    Stale(g, where.data, offered, verdict.hwm, true, floor_of);
     return false;
 }
 
@@ -296,13 +307,26 @@ void NoteRowRaise(const GuardContext &g, HwmKind kind, HeapTuple row, Token toke
 
 // Bringing back a deleted key needs a token: a row without one would carry no
 // HWM and let any later token in.
-[[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone) {
+// The table whose floor judged a key (the DETAIL's wording).
+const char *TableFloorName(const GuardContext &g) {
+    return psprintf("table %s", HomeName(g));
+}
+
+// floor: the key has no tombstone of its own, and the table's floor stands in
+// for the tombstones retired into it (any key may be one of them).
+[[noreturn]] void RequireTokenForDeletedKey(const GuardContext &g, Token tombstone,
+                                            bool floor = false) {
     CountWrite(StatsTarget(g), WriteOutcome::kMissingToken, 0);
     ereport(ERROR,
             (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
              errmsg("writing a deleted key of table %s requires a fencing token", HomeName(g)),
-             errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
-                       RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
+             floor ? errdetail(
+                         "%s may have been deleted: tombstones up to high-water mark " INT64_FORMAT
+                         " were retired into the floor of table %s.",
+                         RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone,
+                         HomeName(g))
+                   : errdetail("%s was deleted with high-water mark " INT64_FORMAT ".",
+                               RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), tombstone),
              errhint("SET LOCAL fencing.token, or write the token column."), HomeTable(g)));
     pg_unreachable();
 }
@@ -499,7 +523,8 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
         WaitForKeyWriters(g.rel, g.new_row);
     if (g.event == RowEvent::kInsert || moves_key) {
         Token tombstone;
-        if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone)) {
+        bool floor;
+        if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone, &floor)) {
             // A token-less INSERT onto a deleted key is judged by the AFTER
             // recheck, once it is known that a row is really written (it may
             // still end in ON CONFLICT). A token-less move carries the row's
@@ -507,10 +532,10 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
             bool judged = fenced || (moves_key && g.has_new_token);
             Token token = fenced ? offered.value : g.new_token;
             if (moves_key && !judged)
-                RequireTokenForDeletedKey(g, tombstone);
+                RequireTokenForDeletedKey(g, tombstone, floor);
             if (judged && !RowAdmits(g, HwmKind::kTombstone, g.new_row, token, tombstone)) {
-                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token,
-                      tombstone);
+                Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone,
+                      true, floor ? TableFloorName(g) : nullptr);
                 return false;
             }
         }
@@ -602,9 +627,10 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
 // even under on_stale => 'skip'.
 void RecheckWrittenRow(const GuardContext &g) {
     Token tombstone;
+    bool floor;
     // A tombstone still being written (a DELETE or fencing_advance() in
     // flight) is waited for: its commit decides.
-    if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone))
+    if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone, &floor))
         return;
     Token token;
     bool has_token = TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token);
@@ -613,9 +639,10 @@ void RecheckWrittenRow(const GuardContext &g) {
     if (!admitted)
         UncountWrite(StatsTarget(g), has_token ? WriteOutcome::kAccepted : WriteOutcome::kUnfenced);
     if (!has_token)
-        RequireTokenForDeletedKey(g, tombstone);
+        RequireTokenForDeletedKey(g, tombstone, floor);
     if (!admitted)
-        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false);
+        Stale(g, RowKeyDescription(g.rel, g.policy.home_relid, g.new_row), token, tombstone, false,
+              floor ? TableFloorName(g) : nullptr);
 }
 
 }  // namespace

@@ -54,15 +54,18 @@ HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, T
     LOCKTAG tag;
     ResourceHwmLockTag(&tag, identity, identity_len);
     hwm::SharedHwm h = {HwmKind::kResource,    InvalidOid, identity, identity_len,
-                        &hwm::resource_direct, &tag,       key};
+                        &hwm::resource_direct, &tag,       key,      name_space};
     HwmVerdict verdict;
     if (hwm::SettleDirect(h, offered, strict, &verdict))
         return verdict;
     Datum raise_args[] = {ns, res, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {ns, res};
     Datum first_args[] = {ns, res, Int64GetDatum(offered)};
-    hwm::SpiRaise spi = {&hwm::resource_raise, raise_args, &hwm::resource_read, read_args,
-                         &hwm::resource_first, first_args};
+    InternalStatement *raise =
+        StoreHasRaisedAt("resource_hwm") ? &hwm::resource_raise_stamped : &hwm::resource_raise;
+    hwm::SpiRaise spi = {
+        raise,      raise_args,         &hwm::resource_read, read_args, &hwm::resource_first,
+        first_args, &hwm::resource_lock};
     return hwm::CheckAndRaiseViaSpi(h, spi, offered, strict);
 }
 
@@ -78,8 +81,8 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     Datum raise_args[] = {rel, Int64GetDatum(offered), BoolGetDatum(strict)};
     Datum read_args[] = {rel};
     Datum first_args[] = {rel, Int64GetDatum(offered)};
-    hwm::SpiRaise spi = {&hwm::table_raise, raise_args,        &hwm::table_read,
-                         read_args,         &hwm::table_first, first_args};
+    hwm::SpiRaise spi = {&hwm::table_raise, raise_args, &hwm::table_read, read_args,
+                         &hwm::table_first, first_args, &hwm::table_lock};
     return hwm::CheckAndRaiseViaSpi(h, spi, offered, strict);
 }
 

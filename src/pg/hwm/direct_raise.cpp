@@ -25,6 +25,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 }
 
 namespace fencing::pg::hwm {
@@ -227,11 +228,15 @@ void RaiseInPlace(DirectCheck *c) {
     Relation rel = c->a.rel;
     bool should_free;
     HeapTuple old_version = ExecFetchSlotHeapTuple(c->slot, true, &should_free);
-    Datum value = Int64GetDatum(c->offered);
-    bool value_null = false;
-    int attnum = c->a.hwm_attnum;
-    HeapTuple raised = heap_modify_tuple_by_cols(old_version, RelationGetDescr(rel), 1, &attnum,
-                                                 &value, &value_null);
+    // The HWM, and the time it was raised when the table keeps it (idle
+    // time for retirement): one new version either way.
+    Datum values[] = {Int64GetDatum(c->offered),
+                      TimestampTzGetDatum(GetCurrentTransactionStartTimestamp())};
+    bool nulls[] = {false, false};
+    int attnums[] = {c->a.hwm_attnum, c->a.raised_at_attnum};
+    int ncols = c->a.raised_at_attnum > 0 ? 2 : 1;
+    HeapTuple raised = heap_modify_tuple_by_cols(old_version, RelationGetDescr(rel), ncols, attnums,
+                                                 values, nulls);
     // We hold the row lock, so the update cannot meet a concurrent one. The
     // key columns do not change: with fillfactor 50 the new version is usually
     // heap-only and needs no index entry.

@@ -25,6 +25,9 @@ struct SharedHwm {
     DirectTable *direct;  // its table's direct path
     const LOCKTAG *tag;   // its HWM lock (pg/hwm/lock.hpp)
     const Datum *key;     // its primary key in that table
+    // The namespace whose floor judges the key while it has no row (resource
+    // HWMs); nullptr: no floor (a table's HWM is never retired).
+    const char *floor_namespace = nullptr;
 };
 
 // The admission rule (JudgeOffer), this transaction's raises asked when it
@@ -49,6 +52,7 @@ struct SpiRaise {
     Datum *read_args;
     InternalStatement *first;
     Datum *first_args;
+    InternalStatement *lock;  // locks the row (SELECT ... FOR NO KEY UPDATE), read_args
 };
 HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, const SpiRaise &spi, Token offered, bool strict);
 

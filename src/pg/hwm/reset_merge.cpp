@@ -13,6 +13,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 }
@@ -77,6 +78,28 @@ int64 ResetOfRelid(const char *delete_sql, Oid relid, const char *target, const 
     return ResetAndLog(delete_sql, 1, types, values, target, caller);
 }
 
+// Tombstone floors (retirement) move, merge and go with their tables'
+// tombstones; absent while the extension's SQL predates them.
+bool HasTombstoneFloors() {
+    return OidIsValid(hwm::StoreRelid("tombstone_floor"));
+}
+
+// The highest floor of from_relids into to's floor (created disabled: the
+// floor judges, retirement stays off until its owner opts in). Never lowers.
+void MergeTombstoneFloors(Datum from_relids, Oid to) {
+    if (!HasTombstoneFloors())
+        return;
+    Oid types[] = {OIDOID, OIDARRAYOID};
+    Datum values[] = {ObjectIdGetDatum(to), from_relids};
+    RunLatest(
+        "INSERT INTO fencing.tombstone_floor AS f (relid, floor, enabled)"
+        " SELECT $1, pg_catalog.max(floor), false FROM fencing.tombstone_floor"
+        "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2)"
+        " HAVING pg_catalog.max(floor) OPERATOR(pg_catalog.>) 0"
+        " ON CONFLICT (relid) DO UPDATE SET floor = GREATEST(f.floor, excluded.floor)",
+        2, types, values);
+}
+
 }  // namespace
 
 bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm) {
@@ -86,7 +109,10 @@ bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm) {
         "SELECT hwm FROM fencing.resource_hwm WHERE namespace OPERATOR(pg_catalog.=) $1"
         " AND resource OPERATOR(pg_catalog.=) $2",
         2, types, values, nullptr, true);
-    return FirstInt8NotNull(hwm);
+    if (FirstInt8NotNull(hwm))
+        return true;
+    *hwm = ResourceFloor(name_space);
+    return *hwm > 0;
 }
 
 bool ReadTableHwm(Oid relid, Token *hwm) {
@@ -115,13 +141,33 @@ void MaxStoredHwms(Datum relids, bool *has_table, Token *table_hwm, bool *has_to
         "       (SELECT pg_catalog.max(hwm) FROM fencing.row_tombstone"
         "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1))",
         1, types, values);
+    // A tombstone floor stands for the tombstones retired into it.
+    Token floor = 0;
+    if (HasTombstoneFloors()) {
+        RunLatest(
+            "SELECT pg_catalog.max(floor) FROM fencing.tombstone_floor"
+            " WHERE relid OPERATOR(pg_catalog.=) ANY ($1)"
+            "   AND floor OPERATOR(pg_catalog.>) 0",
+            1, types, values);
+        bool isnull;
+        Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        floor = isnull ? 0 : DatumGetInt64(d);
+    }
+    RunLatest(
+        "SELECT (SELECT pg_catalog.max(hwm) FROM fencing.table_hwm"
+        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1)),"
+        "       (SELECT pg_catalog.max(hwm) FROM fencing.row_tombstone"
+        "         WHERE relid OPERATOR(pg_catalog.=) ANY ($1))",
+        1, types, values);
     bool table_null, tombstone_null;
     *table_hwm =
         DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &table_null));
     *tombstone_hwm = DatumGetInt64(
         SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &tombstone_null));
     *has_table = !table_null;
-    *has_tombstone = !tombstone_null;
+    *has_tombstone = !tombstone_null || floor > 0;
+    if (floor > 0 && (tombstone_null || floor > *tombstone_hwm))
+        *tombstone_hwm = floor;
 }
 
 void MergeTombstones(Datum from_relids, Oid to) {
@@ -133,6 +179,7 @@ void MergeTombstones(Datum from_relids, Oid to) {
         "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2) GROUP BY key"
         " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
         2, types, values);
+    MergeTombstoneFloors(from_relids, to);
     NoteHwmRaised();
 }
 
@@ -165,6 +212,9 @@ void CopyStoredHwms(Oid from, Oid to) {
         " SELECT $2, hwm FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1"
         " ON CONFLICT (relid) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
         2, types, values);
+    Datum source[] = {ObjectIdGetDatum(from)};
+    MergeTombstoneFloors(
+        PointerGetDatum(construct_array(source, 1, OIDOID, sizeof(Oid), true, TYPALIGN_INT)), to);
     NoteHwmRaised();
 }
 
@@ -175,15 +225,29 @@ void DropStoredHwms(Datum relids) {
                    1, types, values, nullptr, false);
     RunInternalSql("DELETE FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) ANY ($1)", 1,
                    types, values, nullptr, false);
+    if (HasTombstoneFloors())
+        RunInternalSql(
+            "DELETE FROM fencing.tombstone_floor WHERE relid OPERATOR(pg_catalog.=) ANY ($1)", 1,
+            types, values, nullptr, false);
 }
 
 int64 ResetTombstones(Oid relid, Datum key, const char *target, const char *caller) {
     RefuseResetOnSubscriber("row_tombstone", "reset tombstones");
-    if (key == (Datum)0)
-        return ResetOfRelid(
+    // The whole table: its floor too (logged under the key "(floor)"), and
+    // with it the retirement opt-in. One key: its tombstone only; the key is
+    // then judged against the floor, as every key without one.
+    if (key == (Datum)0) {
+        int64 removed = ResetOfRelid(
             "DELETE FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
             " RETURNING key::pg_catalog.text AS key, hwm",
             relid, target, caller);
+        if (HasTombstoneFloors())
+            removed += ResetOfRelid(
+                "DELETE FROM fencing.tombstone_floor WHERE relid OPERATOR(pg_catalog.=) $1"
+                " RETURNING '(floor)'::pg_catalog.text AS key, floor AS hwm",
+                relid, target, caller);
+        return removed;
+    }
     Oid types[] = {OIDOID, TEXTARRAYOID};
     Datum values[] = {ObjectIdGetDatum(relid), key};
     return ResetAndLog(

@@ -16,15 +16,46 @@ namespace {
 // Such a raise holds the HWM lock exclusively, but not while waiting for
 // another raise of the row still in flight: its SPI statements would wait for
 // that raiser, whose transaction may ask for the lock again (a write at the
-// HWM it raised).
-void LockForSpiRaise(DirectTable *t, const LOCKTAG *tag, const Datum *key) {
+// HWM it raised). A table of the direct path's shape is probed for writers
+// in flight (waited for without the lock); any other is locked through SQL
+// first: the row lock is waited for, and then held, before the HWM lock is
+// asked for, so the raise's UPDATE finds the row locked by itself. Inside
+// the internal session.
+void LockForSpiRaise(const SharedHwm &h, const SpiRaise &spi) {
     DirectAccess a;
-    if (!OpenDirectHeap(t, AccessShareLock, key, &a)) {
-        LockHwmExclusive(tag);
+    if (!OpenDirectHeap(h.direct, AccessShareLock, h.key, &a)) {
+        Run(spi.lock, spi.read_args);
+        LockHwmExclusive(h.tag);
         return;
     }
-    LockWhenNoWriter(&a, tag, LockHwmExclusive, UnlockHwmExclusive);
+    LockWhenNoWriter(&a, h.tag, LockHwmExclusive, UnlockHwmExclusive);
     CloseDirect(&a);
+}
+
+// A key with no row yet: its namespace's floor (read with the latest
+// snapshot, now that the row was found missing) judges it with the rule a
+// row would. True when that settles it: refused, or admitted without a write
+// (strict mode's own raise at the floor). A floor of 0 judges nothing.
+bool SettledAtFloor(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    if (h.floor_namespace == nullptr)
+        return false;
+    Token floor = ResourceFloor(h.floor_namespace);
+    if (floor <= 0)
+        return false;
+    switch (JudgeOffer(offered, floor, strict)) {
+        case Admission::kAdmitted:
+            return false;
+        case Admission::kIfRaisedHere:
+            if (RaisedHere(h, offered)) {
+                *verdict = {true, offered};
+                return true;
+            }
+            break;
+        case Admission::kRefused:
+            break;
+    }
+    *verdict = {false, floor, true};
+    return true;
 }
 
 // One round of CheckAndRaiseViaSpi; true when settled.
@@ -53,6 +84,8 @@ bool SettledViaSpi(const SharedHwm &h, const SpiRaise &spi, Token offered, bool 
         *verdict = admitted ? HwmVerdict{true, offered} : HwmVerdict{false, hwm};
         return true;
     }
+    if (SettledAtFloor(h, offered, strict, verdict))
+        return true;
     if (Run(spi.first, spi.first_args) > 0) {
         NoteRaise(h, offered, strict);
         *verdict = {true, offered};
@@ -73,11 +106,11 @@ bool ReplicaTriggerMayWrite() {
 // instead.
 HwmVerdict CheckAndRaiseViaSpi(const SharedHwm &h, const SpiRaise &spi, Token offered,
                                bool strict) {
-    LockForSpiRaise(h.direct, h.tag, h.key);
     if (ReplicaTriggerMayWrite())
         NoteHwmRaised();
     InternalSession access;
     BeginInternal(&access);
+    LockForSpiRaise(h, spi);
     HwmVerdict verdict = {false, 0};
     bool settled = false;
     for (int attempt = 0; attempt < 8 && !settled; ++attempt)

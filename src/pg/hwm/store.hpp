@@ -28,7 +28,8 @@ namespace fencing::pg {
 
 struct HwmVerdict {
     bool admitted;
-    Token hwm;  // the HWM the offered token was judged against (when !admitted)
+    Token hwm;           // the HWM the offered token was judged against (when !admitted)
+    bool floor = false;  // hwm is the namespace's floor: the key has no entry of its own
 };
 
 // Atomic check-and-raise of a shared HWM. Manage their own SPI connection.
@@ -43,8 +44,12 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict);
 // for which the caller of LookupTombstone (and RaiseTombstone) is inside an
 // internal session (pg/base/internal_access.hpp). ReadTombstone opens one itself
 // when it needs one.
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm);
-bool ReadTombstone(Oid home_relid, Datum key, Token *hwm);
+//
+// A key with no tombstone of its own is judged against its table's floor
+// (TombstoneFloor) when that is above 0: found, with *hwm the floor and
+// *floor (when given) true.
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor = nullptr);
+bool ReadTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor = nullptr);
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm);
 // Waits for every other transaction still writing an entry of index (on rel)
 // that matches keys: a dirty-snapshot scan, as the unique check does.
@@ -55,9 +60,21 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
 // the lookup index, only rows of the key count), and
 // returns the tombstone then committed (or written by this transaction): what
 // ReadTombstone would read after the wait.
-bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm);
+bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor = nullptr);
+
+// Floors (retirement folds idle entries into them; they only rise): read with
+// the latest snapshot, 0 when there is none (or the extension's SQL predates
+// them). A key with no entry of its own is judged against its floor, with the
+// rule an entry would get; a floor of 0 judges nothing (nothing retired).
+Token ResourceFloor(const char *name_space);
+Token TombstoneFloor(Oid home_relid);
+// Whether the HWM table of this name (resource_hwm, row_tombstone) records
+// when each entry was raised (raised_at): retirement needs it.
+bool StoreHasRaisedAt(const char *table);
 
 // Reads, outside a write's check (HWM queries, DDL): the committed state.
+// A resource with no HWM of its own reads as its namespace's floor (when
+// above 0): the value a write would be judged against.
 bool ReadResourceHwm(const char *name_space, const char *resource, Token *hwm);
 bool ReadTableHwm(Oid relid, Token *hwm);
 bool HasTombstones(Oid relid);

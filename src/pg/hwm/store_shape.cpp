@@ -164,6 +164,11 @@ bool ResolveDirectTable(DirectTable *t) {
         return false;
     if (has_lookup && (t->nkeys != 2 || !LookupIndexOk(lookup, t->key_attnum[0], t->key_attnum[1])))
         return false;  // another index under its name: as any other index
+    AttrNumber raised_at = get_attnum(relid, "raised_at");
+    t->raised_at_attnum =
+        raised_at != InvalidAttrNumber && get_atttype(relid, raised_at) == TIMESTAMPTZOID
+            ? raised_at
+            : 0;
     t->relid = relid;
     t->index = index;
     t->lookup = has_lookup ? lookup : InvalidOid;
@@ -241,6 +246,7 @@ bool OpenDirectHeap(DirectTable *t, LOCKMODE mode, const Datum *key, DirectAcces
     a->mode = mode;
     a->nkeys = t->nkeys;
     a->hwm_attnum = t->hwm_attnum;
+    a->raised_at_attnum = t->raised_at_attnum;
     for (int i = 0; i < t->nkeys; ++i) {
         a->key_attnum[i] = t->key_attnum[i];
         a->key_eq[i] = t->key_eq[i];

@@ -34,6 +34,9 @@ struct DirectTable {
     // there too, which the SQL writes maintain (pg_repack --only-indexes and
     // REINDEX CONCURRENTLY build one next to each index they rebuild).
     bool read_only = false;
+    // The column a raise stamps with its transaction's start (idle time for
+    // retirement), when the table has it as a timestamptz; else 0.
+    AttrNumber raised_at_attnum = 0;
 };
 
 extern DirectTable resource_direct;
@@ -51,6 +54,7 @@ struct DirectAccess {
     LOCKMODE mode;
     int nkeys;
     AttrNumber hwm_attnum;
+    AttrNumber raised_at_attnum;  // 0: none
     AttrNumber key_attnum[2];
     RegProcedure key_eq[2];
     const Datum *key;

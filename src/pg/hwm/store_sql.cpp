@@ -15,6 +15,26 @@ InternalStatement resource_raise = {
     4,
     {TEXTOID, TEXTOID, INT8OID, BOOLOID},
     nullptr};
+InternalStatement resource_raise_stamped = {
+    "UPDATE fencing.resource_hwm SET hwm = $3, raised_at = pg_catalog.now()"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    "   AND CASE WHEN $4 THEN hwm OPERATOR(pg_catalog.<) $3"
+    "            ELSE hwm OPERATOR(pg_catalog.<=) $3 END",
+    4,
+    {TEXTOID, TEXTOID, INT8OID, BOOLOID},
+    nullptr};
+InternalStatement resource_lock = {
+    "SELECT 1 FROM fencing.resource_hwm"
+    " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2"
+    " FOR NO KEY UPDATE",
+    2,
+    {TEXTOID, TEXTOID},
+    nullptr};
+InternalStatement table_lock = {
+    "SELECT 1 FROM fencing.table_hwm WHERE relid OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+    1,
+    {OIDOID},
+    nullptr};
 InternalStatement resource_read = {
     "SELECT hwm FROM fencing.resource_hwm"
     " WHERE namespace OPERATOR(pg_catalog.=) $1 AND resource OPERATOR(pg_catalog.=) $2",
@@ -54,6 +74,14 @@ InternalStatement tombstone_read = {
 InternalStatement tombstone_raise = {
     "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm) VALUES ($1, $2, $3)"
     " ON CONFLICT (relid, key) DO UPDATE SET hwm = excluded.hwm"
+    " WHERE t.hwm OPERATOR(pg_catalog.<) excluded.hwm",
+    3,
+    {OIDOID, TEXTARRAYOID, INT8OID},
+    nullptr};
+
+InternalStatement tombstone_raise_stamped = {
+    "INSERT INTO fencing.row_tombstone AS t (relid, key, hwm) VALUES ($1, $2, $3)"
+    " ON CONFLICT (relid, key) DO UPDATE SET hwm = excluded.hwm, raised_at = pg_catalog.now()"
     " WHERE t.hwm OPERATOR(pg_catalog.<) excluded.hwm",
     3,
     {OIDOID, TEXTARRAYOID, INT8OID},

@@ -12,7 +12,13 @@ namespace fencing::pg::hwm {
 //   *_raise: the conditional UPDATE (strict: $last says hwm < token, else <=)
 //   *_read:  the stored HWM
 //   *_first: INSERT ... ON CONFLICT DO NOTHING, a first write
+//   *_lock:  the row locked as a raise locks it, before the HWM lock
+//   *_stamped: the same, also setting raised_at (the tables that have it)
 extern InternalStatement resource_raise;
+extern InternalStatement resource_raise_stamped;
+extern InternalStatement resource_lock;
+extern InternalStatement table_lock;
+extern InternalStatement tombstone_raise_stamped;
 extern InternalStatement resource_read;
 extern InternalStatement resource_first;
 extern InternalStatement table_raise;

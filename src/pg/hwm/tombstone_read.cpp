@@ -124,29 +124,49 @@ bool LookupTombstoneInSession(Oid home_relid, Datum key, Token *hwm) {
     return found;
 }
 
+// A key whose tombstone was not found: judged against the table's floor,
+// read (with the latest snapshot) only now, after the key's own read came
+// back empty. A retirement that deleted the tombstone raised the floor in the
+// same transaction.
+bool OrFloor(bool found, Oid home_relid, Token *hwm, bool *floor) {
+    if (floor != nullptr)
+        *floor = false;
+    if (found)
+        return true;
+    Token value = TombstoneFloor(home_relid);
+    if (value <= 0)
+        return false;
+    *hwm = value;
+    if (floor != nullptr)
+        *floor = true;
+    return true;
+}
+
 }  // namespace
 
 // The latest snapshot, not the transaction's: under REPEATABLE READ a
 // tombstone committed after our snapshot must still stop a stale INSERT.
-bool LookupTombstone(Oid home_relid, Datum key, Token *hwm) {
+bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor) {
     bool found;
-    if (LookupTombstoneDirect(home_relid, key, hwm, &found))
-        return found;
-    return LookupTombstoneViaSpi(home_relid, key, hwm);
+    if (!LookupTombstoneDirect(home_relid, key, hwm, &found))
+        found = LookupTombstoneViaSpi(home_relid, key, hwm);
+    return OrFloor(found, home_relid, hwm, floor);
 }
 
-bool ReadTombstone(Oid home_relid, Datum key, Token *hwm) {
+bool ReadTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor) {
     bool found;
-    if (LookupTombstoneDirect(home_relid, key, hwm, &found))
-        return found;
-    return LookupTombstoneInSession(home_relid, key, hwm);
+    if (!LookupTombstoneDirect(home_relid, key, hwm, &found))
+        found = LookupTombstoneInSession(home_relid, key, hwm);
+    return OrFloor(found, home_relid, hwm, floor);
 }
 
 void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
     Datum args[] = {ObjectIdGetDatum(home_relid), key, Int64GetDatum(hwm)};
     // Written or raised; in replica mode possibly written by the replica
     // trigger instead (ReplicaTriggerMayWrite).
-    if (hwm::Run(&tombstone_raise, args) > 0 || hwm::ReplicaTriggerMayWrite())
+    InternalStatement *raise =
+        StoreHasRaisedAt("row_tombstone") ? &hwm::tombstone_raise_stamped : &tombstone_raise;
+    if (hwm::Run(raise, args) > 0 || hwm::ReplicaTriggerMayWrite())
         NoteHwmRaised();
 }
 
@@ -170,12 +190,12 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
 // are skipped, their writers not waited for; every tombstone write (one SQL
 // statement) has made its lookup entry before it returns, as its primary
 // key's.
-bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
+bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor) {
     Datum values[] = {ObjectIdGetDatum(home_relid), key};
     DirectAccess a;
     if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a)) {
         hwm::WaitForAllWriters(&tombstone_direct);
-        return LookupTombstoneInSession(home_relid, key, hwm);
+        return OrFloor(LookupTombstoneInSession(home_relid, key, hwm), home_relid, hwm, floor);
     }
     const DirectAccess *recheck = OpenTombstoneIndex(&a, home_relid, key);
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
@@ -192,7 +212,9 @@ bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm) {
     CloseDirect(&a);
     if (found)
         *hwm = value;
-    return found;
+    // Waited for every writer of the key's tombstone, a retirement's delete
+    // among them: its floor raise has committed with it.
+    return OrFloor(found, home_relid, hwm, floor);
 }
 
 }  // namespace fencing::pg

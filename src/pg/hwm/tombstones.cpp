@@ -135,13 +135,15 @@ void RequireTombstoneKeysFitRows(Oid relid) {
     }
 }
 
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm) {
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, bool *floor) {
+    if (floor != nullptr)
+        *floor = false;
     Datum key;
     if (!CheckedRowKey(rel, new_row, &key))
         return false;
     // A key that might not leave its tombstone is refused on the way in.
     RequireTombstoneKeyFits(rel, home_relid, key, false);
-    return ReadTombstone(home_relid, key, hwm);
+    return ReadTombstone(home_relid, key, hwm, floor);
 }
 
 void WaitForKeyWritersOf(Relation rel, const Datum *values) {
@@ -194,11 +196,14 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row) {
     WaitForKeyWritersOf(rel, values);
 }
 
-bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm) {
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm,
+                              bool *floor) {
+    if (floor != nullptr)
+        *floor = false;
     Datum key;
     if (!CheckedRowKey(rel, row, &key))
         return false;
-    return TombstoneAfterWriters(home_relid, key, hwm);
+    return TombstoneAfterWriters(home_relid, key, hwm, floor);
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {

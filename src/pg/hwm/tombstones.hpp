@@ -19,7 +19,8 @@ namespace fencing::pg {
 // A DELETE of the key that is still in flight is invisible here; the INSERT
 // then waits for it on the primary key index, and the AFTER INSERT recheck
 // (fencing.recheck) reads the tombstone again once that wait is over.
-bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm);
+bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm,
+                  bool *floor = nullptr);
 
 // Before an UPDATE moves a row onto a new primary key: waits for every
 // transaction still writing a row with that key (an uncommitted INSERT or
@@ -31,7 +32,8 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values);
 // RowTombstone after waiting for every transaction still writing the key's
 // tombstone (an in-flight DELETE or fencing_advance()), so a tombstone
 // committed by it is seen: the rechecks after an INSERT or a key move.
-bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm);
+bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token *hwm,
+                              bool *floor = nullptr);
 
 // Raises 54000, naming the table and its key columns, unless the tombstone
 // key fits fencing.row_tombstone's primary key: as it would be stored now

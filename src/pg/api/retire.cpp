@@ -1,0 +1,460 @@
+// Retirement: idle per-key state folded into a floor, the explicit opt-in,
+// and the automatic policy.
+//   fencing_enable_retirement(namespace text | target regclass, idle interval)
+//   fencing_disable_retirement(namespace text | target regclass)
+//   fencing_retire(namespace text | target regclass, idle interval, max_entries bigint)
+//   fencing_retire_due(max_entries bigint)
+// A namespace needs its owner's rights, a table its owner's (the table
+// fencing_protect() named: a partitioned table's tombstones are kept under
+// it, and so is its floor). Each batch is one statement sequence in the
+// caller's transaction: candidates locked FOR UPDATE SKIP LOCKED (an entry
+// being written is skipped; its locked version must still be idle), deleted,
+// and the floor raised to GREATEST(floor, the highest deleted). Nothing here
+// lowers anything.
+#include <algorithm>
+
+#include "pg/api/hwm_args.hpp"
+#include "pg/base/boundary.hpp"
+#include "pg/base/compat.hpp"
+#include "pg/base/guc.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/catalog/namespaces.hpp"
+#include "pg/catalog/policy_store.hpp"
+#include "pg/hwm/durability.hpp"
+#include "pg/hwm/store.hpp"
+#include "pg/hwm/store_shape.hpp"
+
+extern "C" {
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+constexpr int64 kUnlimited = PG_INT64_MAX;
+
+// The 1.5 objects retirement needs; 55000 when the extension's SQL is older
+// than the library (every other path keeps working without them).
+void RequireRetirementObjects() {
+    if (OidIsValid(hwm::StoreRelid("resource_floor")) &&
+        OidIsValid(hwm::StoreRelid("tombstone_floor")) && StoreHasRaisedAt("resource_hwm") &&
+        StoreHasRaisedAt("row_tombstone"))
+        return;
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("retirement needs the fencing extension's 1.5 objects"),
+                    errdetail("The installed SQL objects are older than the loaded library."),
+                    errhint("Run ALTER EXTENSION fencing UPDATE.")));
+}
+
+// idle: NULL allowed (the policy) or not (a retirement); never negative.
+Datum IdleArg(FunctionCallInfo fcinfo, int n, bool allow_null, bool *isnull) {
+    *isnull = PG_ARGISNULL(n);
+    if (*isnull) {
+        if (!allow_null)
+            ereport(ERROR,
+                    (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("idle must not be NULL")));
+        return (Datum)0;
+    }
+    Datum idle = PG_GETARG_DATUM(n);
+    Interval zero = {};
+    if (DatumGetBool(DirectFunctionCall2(interval_lt, idle, IntervalPGetDatum(&zero))))
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("idle must not be negative")));
+    return idle;
+}
+
+int64 MaxEntriesArg(FunctionCallInfo fcinfo, int n) {
+    if (PG_ARGISNULL(n))
+        return kUnlimited;
+    int64 max_entries = PG_GETARG_INT64(n);
+    if (max_entries < 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("max_entries must not be negative")));
+    return max_entries;
+}
+
+// The row-scope table fencing_protect() named, owned by the caller.
+Oid RetirableTable(FunctionCallInfo fcinfo) {
+    ProtectedRow row;
+    Oid relid = RequireProtectedTarget(fcinfo, &row);
+    RequireRelationOwner(relid);
+    if (row.scope != Scope::kRow)
+        ereport(ERROR,
+                (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                 errmsg("table %s is fenced in %s scope and keeps no tombstones", RelName(relid),
+                        row.scope == Scope::kResource ? "resource" : "table"),
+                 row.scope == Scope::kResource ? errhint("Retire its namespace %s instead.",
+                                                         quote_literal_cstr(row.resource_namespace))
+                                               : 0));
+    return relid;
+}
+
+// The floor row's enabled flag; false in *exists when there is none.
+bool FloorEnabled(bool table, Datum key, bool *exists) {
+    Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}};
+    Datum values[] = {key};
+    RunInternalSql(table ? "SELECT enabled FROM fencing.tombstone_floor"
+                           " WHERE relid OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
+                         : "SELECT enabled FROM fencing.resource_floor"
+                           " WHERE namespace OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+                   1, types, values, nullptr, false);
+    *exists = SPI_processed > 0;
+    if (!*exists)
+        return false;
+    bool isnull;
+    return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+void RequireEnabled(bool table, Datum key, const char *what) {
+    bool exists;
+    if (FloorEnabled(table, key, &exists))
+        return;
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("retirement is not enabled for %s", what),
+                    exists ? errdetail("It was disabled with fencing_disable_retirement().") : 0,
+                    errhint("Call fencing_enable_retirement() for it first: a brand-new key's "
+                            "first token must then be above the floor.")));
+}
+
+// count(*) and max(value) of the one-row result of a batch statement.
+void CountAndMax(int64 *count, Token *max) {
+    bool isnull;
+    *count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    Datum m = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+    *max = isnull ? 0 : DatumGetInt64(m);
+}
+
+// Raises the floor (never lowers it) and counts what was retired; the
+// commit is made as durable as an HWM raise.
+void RaiseFloor(bool table, Datum key, Token highest, int64 retired) {
+    if (retired == 0)
+        return;
+    Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}, INT8OID, INT8OID};
+    Datum values[] = {key, Int64GetDatum(highest), Int64GetDatum(retired)};
+    RunInternalSql(table ? "UPDATE fencing.tombstone_floor"
+                           " SET floor = GREATEST(floor, $2),"
+                           "     retired = retired OPERATOR(pg_catalog.+) $3,"
+                           "     retired_at = pg_catalog.now()"
+                           " WHERE relid OPERATOR(pg_catalog.=) $1"
+                         : "UPDATE fencing.resource_floor"
+                           " SET floor = GREATEST(floor, $2),"
+                           "     retired = retired OPERATOR(pg_catalog.+) $3,"
+                           "     retired_at = pg_catalog.now()"
+                           " WHERE namespace OPERATOR(pg_catalog.=) $1",
+                   3, types, values, nullptr, false);
+    NoteHwmRaised();
+}
+
+// One batch of a table's tombstones: at most limit retired.
+int64 RetireTombstoneBatch(Oid relid, Datum idle, int64 limit) {
+    Oid types[] = {OIDOID, INTERVALOID, INT8OID};
+    Datum values[] = {ObjectIdGetDatum(relid), idle, Int64GetDatum(limit)};
+    RunInternalSql(
+        "WITH c AS (SELECT t.relid, t.key FROM fencing.row_tombstone t"
+        "            WHERE t.relid OPERATOR(pg_catalog.=) $1"
+        "              AND t.raised_at OPERATOR(pg_catalog.<)"
+        "                  (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
+        "            LIMIT $3 FOR UPDATE SKIP LOCKED),"
+        "     d AS (DELETE FROM fencing.row_tombstone t USING c"
+        "            WHERE t.relid OPERATOR(pg_catalog.=) c.relid"
+        "              AND t.key OPERATOR(pg_catalog.=) c.key RETURNING t.hwm)"
+        " SELECT pg_catalog.count(*), pg_catalog.max(hwm) FROM d",
+        3, types, values, nullptr, false);
+    int64 count;
+    Token highest;
+    CountAndMax(&count, &highest);
+    RaiseFloor(true, ObjectIdGetDatum(relid), highest, count);
+    return count;
+}
+
+// Text values of column 1 of the last result, as a text[] datum, and the last one.
+Datum TextColumn(char **last) {
+    int n = static_cast<int>(SPI_processed);
+    Datum *elems = static_cast<Datum *>(palloc((n > 0 ? n : 1) * sizeof(Datum)));
+    for (int i = 0; i < n; ++i) {
+        bool isnull;
+        elems[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+        elems[i] = PointerGetDatum(PG_DETOAST_DATUM_COPY(elems[i]));
+    }
+    if (last != nullptr && n > 0)
+        *last = TextDatumGetCString(elems[n - 1]);
+    return PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+// The ended-before-cutoff test of a lease row l: released, or expired,
+// whichever came first, more than idle ago.
+#define LEASE_ENDED                                               \
+    " LEAST(COALESCE(l.released_at, l.expires_at), l.expires_at)" \
+    " OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
+
+// One batch of a namespace, over the resources after *cursor (in order):
+//   1. the idle HWM rows' resources (read, not locked);
+//   2. their leases that ended more than idle ago, locked (lease rows first,
+//      as fencing_acquire locks them);
+//   3. of those HWM rows, the ones whose resource has no lease or one locked
+//      in 2, locked (skipping any being written), still idle, deleted;
+//   4. the leases of 2 whose HWM row is gone, deleted;
+//   5. the floor raised over every deleted HWM and lease token.
+// A live lease (or one ended recently) keeps its resource's HWM. Returns
+// how many entries were retired; *done when no resource is left after.
+int64 RetireNamespaceBatch(const char *name_space, Datum idle, int64 limit, char **cursor,
+                           bool *done) {
+    Datum ns = CStringGetTextDatum(name_space);
+    Oid types1[] = {TEXTOID, INTERVALOID, INT8OID, TEXTOID};
+    Datum values1[] = {ns, idle, Int64GetDatum(limit), CStringGetTextDatum(*cursor)};
+    RunInternalSql(
+        "SELECT h.resource FROM fencing.resource_hwm h"
+        " WHERE h.namespace OPERATOR(pg_catalog.=) $1"
+        "   AND h.raised_at OPERATOR(pg_catalog.<) (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
+        "   AND h.resource OPERATOR(pg_catalog.>) $4"
+        " ORDER BY h.resource LIMIT $3",
+        4, types1, values1, nullptr, true);
+    *done = static_cast<int64>(SPI_processed) < limit;
+    if (SPI_processed == 0)
+        return 0;
+    Datum candidates = TextColumn(cursor);
+    Oid types2[] = {TEXTOID, INTERVALOID, TEXTARRAYOID};
+    Datum values2[] = {ns, idle, candidates};
+    RunInternalSql(
+        "SELECT l.resource FROM fencing.lease l"
+        " WHERE l.namespace OPERATOR(pg_catalog.=) $1"
+        "   AND l.resource OPERATOR(pg_catalog.=) ANY ($3) AND" LEASE_ENDED
+        " ORDER BY l.resource COLLATE \"C\" FOR UPDATE SKIP LOCKED",
+        3, types2, values2, nullptr, false);
+    Datum ended = TextColumn(nullptr);
+    Oid types3[] = {TEXTOID, INTERVALOID, TEXTARRAYOID, TEXTARRAYOID};
+    Datum values3[] = {ns, idle, candidates, ended};
+    RunInternalSql(
+        "WITH c AS (SELECT h.namespace, h.resource FROM fencing.resource_hwm h"
+        "            WHERE h.namespace OPERATOR(pg_catalog.=) $1"
+        "              AND h.resource OPERATOR(pg_catalog.=) ANY ($3)"
+        "              AND h.raised_at OPERATOR(pg_catalog.<)"
+        "                  (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
+        "              AND (h.resource OPERATOR(pg_catalog.=) ANY ($4)"
+        "                   OR NOT EXISTS (SELECT 1 FROM fencing.lease l"
+        "                                   WHERE l.namespace OPERATOR(pg_catalog.=) h.namespace"
+        "                                     AND l.resource OPERATOR(pg_catalog.=) h.resource))"
+        "            FOR UPDATE SKIP LOCKED),"
+        "     d AS (DELETE FROM fencing.resource_hwm h USING c"
+        "            WHERE h.namespace OPERATOR(pg_catalog.=) c.namespace"
+        "              AND h.resource OPERATOR(pg_catalog.=) c.resource RETURNING h.hwm)"
+        " SELECT pg_catalog.count(*), pg_catalog.max(hwm) FROM d",
+        4, types3, values3, nullptr, false);
+    int64 hwms;
+    Token highest;
+    CountAndMax(&hwms, &highest);
+    Oid types4[] = {TEXTOID, TEXTARRAYOID};
+    Datum values4[] = {ns, ended};
+    RunInternalSql(
+        "WITH d AS (DELETE FROM fencing.lease l"
+        "            WHERE l.namespace OPERATOR(pg_catalog.=) $1"
+        "              AND l.resource OPERATOR(pg_catalog.=) ANY ($2)"
+        "              AND NOT EXISTS (SELECT 1 FROM fencing.resource_hwm h"
+        "                               WHERE h.namespace OPERATOR(pg_catalog.=) l.namespace"
+        "                                 AND h.resource OPERATOR(pg_catalog.=) l.resource)"
+        "            RETURNING l.token)"
+        " SELECT pg_catalog.count(*), pg_catalog.max(token) FROM d",
+        2, types4, values4, nullptr, false);
+    int64 leases;
+    Token highest_lease;
+    CountAndMax(&leases, &highest_lease);
+    RaiseFloor(false, ns, highest_lease > highest ? highest_lease : highest, hwms + leases);
+    return hwms + leases;
+}
+
+// Inside an internal session; the caller's rights checked.
+int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries) {
+    RequireEnabled(false, CStringGetTextDatum(name_space),
+                   psprintf("namespace %s", quote_literal_cstr(name_space)));
+    int64 total = 0;
+    char *cursor = pstrdup("");
+    bool done = false;
+    while (!done && total < max_entries) {
+        CHECK_FOR_INTERRUPTS();
+        int64 limit = std::min<int64>(RetireBatchSize(), max_entries - total);
+        total += RetireNamespaceBatch(name_space, idle, limit, &cursor, &done);
+    }
+    return total;
+}
+
+int64 RetireTable(Oid relid, Datum idle, int64 max_entries) {
+    RequireEnabled(true, ObjectIdGetDatum(relid), psprintf("table %s", RelName(relid)));
+    int64 total = 0;
+    while (total < max_entries) {
+        CHECK_FOR_INTERRUPTS();
+        int64 limit = std::min<int64>(RetireBatchSize(), max_entries - total);
+        int64 retired = RetireTombstoneBatch(relid, idle, limit);
+        total += retired;
+        if (retired < limit)
+            break;
+    }
+    return total;
+}
+
+void SetPolicy(bool table, Datum key, bool enable, Datum idle, bool idle_null) {
+    Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}, INTERVALOID};
+    Datum values[] = {key, idle};
+    char nulls[] = {' ', idle_null ? 'n' : ' '};
+    if (!enable) {
+        RunInternalSql(table ? "UPDATE fencing.tombstone_floor SET enabled = false"
+                               " WHERE relid OPERATOR(pg_catalog.=) $1"
+                             : "UPDATE fencing.resource_floor SET enabled = false"
+                               " WHERE namespace OPERATOR(pg_catalog.=) $1",
+                       1, types, values, nulls, false);
+        return;
+    }
+    RunInternalSql(table ? "INSERT INTO fencing.tombstone_floor (relid, idle) VALUES ($1, $2)"
+                           " ON CONFLICT (relid) DO UPDATE SET enabled = true, idle = excluded.idle"
+                         : "INSERT INTO fencing.resource_floor (namespace, idle) VALUES ($1, $2)"
+                           " ON CONFLICT (namespace) DO UPDATE"
+                           " SET enabled = true, idle = excluded.idle",
+                   2, types, values, nulls, false);
+}
+
+// The namespace argument, its owner's rights required; inside an internal session.
+char *OwnedNamespace(FunctionCallInfo fcinfo, const InternalSession &session, const char *action) {
+    char *name_space = NamespaceArg(fcinfo, 0);
+    RequireNamespaceOwner(name_space, session.saved_user, action);
+    return name_space;
+}
+
+// Whether role may run retirement of the policy: the namespace's owner, the
+// table's owner (a superuser has both); the table still a row-scope home.
+bool MayRetire(Oid role, bool table, Datum key) {
+    if (!table) {
+        Oid owner = NamespaceOwner(TextDatumGetCString(key));
+        return OidIsValid(owner) ? has_privs_of_role(role, owner) : superuser_arg(role);
+    }
+    Oid relid = DatumGetObjectId(key);
+    ProtectedRow row;
+    if (!OidIsValid(get_rel_relkind(relid)) || !ReadProtectedRow(relid, &row) ||
+        row.scope != Scope::kRow)
+        return false;
+    return superuser_arg(role) || OwnsObject(RelationRelationId, relid, role);
+}
+
+// Every enabled automatic policy of one kind the caller may run.
+int64 RetireDueOf(bool table, Oid role, int64 max_entries) {
+    RunInternalSql(table ? "SELECT relid::pg_catalog.oid, idle FROM fencing.tombstone_floor"
+                           " WHERE enabled AND idle IS NOT NULL ORDER BY relid"
+                         : "SELECT namespace, idle FROM fencing.resource_floor"
+                           " WHERE enabled AND idle IS NOT NULL ORDER BY namespace COLLATE \"C\"",
+                   0, nullptr, nullptr, nullptr, true);
+    int n = static_cast<int>(SPI_processed);
+    Datum *keys = static_cast<Datum *>(palloc((n > 0 ? n : 1) * sizeof(Datum)));
+    Datum *idles = static_cast<Datum *>(palloc((n > 0 ? n : 1) * sizeof(Datum)));
+    for (int i = 0; i < n; ++i) {
+        bool isnull;
+        keys[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+        keys[i] = table ? keys[i] : PointerGetDatum(PG_DETOAST_DATUM_COPY(keys[i]));
+        Datum idle = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+        auto *copy = static_cast<Interval *>(palloc(sizeof(Interval)));
+        *copy = *DatumGetIntervalP(idle);
+        idles[i] = IntervalPGetDatum(copy);
+    }
+    int64 total = 0;
+    for (int i = 0; i < n && total < max_entries; ++i) {
+        if (!MayRetire(role, table, keys[i]))
+            continue;
+        total += table
+                     ? RetireTable(DatumGetObjectId(keys[i]), idles[i], max_entries - total)
+                     : RetireNamespace(TextDatumGetCString(keys[i]), idles[i], max_entries - total);
+    }
+    return total;
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing;
+using namespace fencing::pg;
+
+FENCING_FUNCTION(fencing_enable_retirement_namespace) {
+    RequireRetirementObjects();
+    bool idle_null;
+    Datum idle = IdleArg(fcinfo, 1, true, &idle_null);
+    InternalSession session;
+    BeginInternal(&session);
+    char *name_space = OwnedNamespace(fcinfo, session, "enable retirement");
+    SetPolicy(false, CStringGetTextDatum(name_space), true, idle, idle_null);
+    EndInternal(&session);
+    PG_RETURN_VOID();
+}
+
+FENCING_FUNCTION(fencing_enable_retirement_table) {
+    RequireRetirementObjects();
+    bool idle_null;
+    Datum idle = IdleArg(fcinfo, 1, true, &idle_null);
+    Oid relid = RetirableTable(fcinfo);
+    InternalSession session;
+    BeginInternal(&session);
+    SetPolicy(true, ObjectIdGetDatum(relid), true, idle, idle_null);
+    EndInternal(&session);
+    PG_RETURN_VOID();
+}
+
+FENCING_FUNCTION(fencing_disable_retirement_namespace) {
+    RequireRetirementObjects();
+    InternalSession session;
+    BeginInternal(&session);
+    char *name_space = OwnedNamespace(fcinfo, session, "disable retirement");
+    SetPolicy(false, CStringGetTextDatum(name_space), false, (Datum)0, true);
+    EndInternal(&session);
+    PG_RETURN_VOID();
+}
+
+FENCING_FUNCTION(fencing_disable_retirement_table) {
+    RequireRetirementObjects();
+    Oid relid = RetirableTable(fcinfo);
+    InternalSession session;
+    BeginInternal(&session);
+    SetPolicy(true, ObjectIdGetDatum(relid), false, (Datum)0, true);
+    EndInternal(&session);
+    PG_RETURN_VOID();
+}
+
+FENCING_FUNCTION(fencing_retire_namespace) {
+    RequireRetirementObjects();
+    bool idle_null;
+    Datum idle = IdleArg(fcinfo, 1, false, &idle_null);
+    int64 max_entries = MaxEntriesArg(fcinfo, 2);
+    InternalSession session;
+    BeginInternal(&session);
+    char *name_space = OwnedNamespace(fcinfo, session, "retire its high-water marks");
+    int64 retired = RetireNamespace(name_space, idle, max_entries);
+    EndInternal(&session);
+    PG_RETURN_INT64(retired);
+}
+
+FENCING_FUNCTION(fencing_retire_table) {
+    RequireRetirementObjects();
+    bool idle_null;
+    Datum idle = IdleArg(fcinfo, 1, false, &idle_null);
+    int64 max_entries = MaxEntriesArg(fcinfo, 2);
+    Oid relid = RetirableTable(fcinfo);
+    InternalSession session;
+    BeginInternal(&session);
+    int64 retired = RetireTable(relid, idle, max_entries);
+    EndInternal(&session);
+    PG_RETURN_INT64(retired);
+}
+
+FENCING_FUNCTION(fencing_retire_due) {
+    RequireRetirementObjects();
+    int64 max_entries = MaxEntriesArg(fcinfo, 0);
+    InternalSession session;
+    BeginInternal(&session);
+    int64 total = RetireDueOf(false, session.saved_user, max_entries);
+    if (total < max_entries)
+        total += RetireDueOf(true, session.saved_user, max_entries - total);
+    EndInternal(&session);
+    PG_RETURN_INT64(total);
+}

@@ -1,0 +1,89 @@
+// Floors (pg/hwm/store.hpp): what a key with no entry of its own is judged
+// against once retirement has folded idle entries into its namespace's or
+// table's floor. Read through the floor table's primary key with the latest
+// snapshot, after the key's own entry was found missing: a retirement deletes
+// the entry and raises the floor in one transaction, so a reader that no
+// longer sees the entry sees the raised floor.
+#include "pg/hwm/store.hpp"
+
+#include "pg/hwm/store_shape.hpp"
+#include "pg/base/compat.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// The floor row of key in the floor table name (schema fencing), read with
+// the latest snapshot through its primary key; false when there is no such
+// row, or no such table (the extension's SQL older than the library). No
+// SQL runs and no permission is checked, as for a tombstone's direct read.
+bool ReadFloor(const char *name, RegProcedure eq, Datum key, Token *floor) {
+    Oid relid = hwm::StoreRelid(name);
+    if (!OidIsValid(relid))
+        return false;
+    Relation rel = table_open(relid, AccessShareLock);
+    AttrNumber floor_attnum = get_attnum(relid, "floor");
+    Oid index_relid = PrimaryKeyIndex(rel);
+    bool found = false;
+    if (OidIsValid(index_relid) && floor_attnum != InvalidAttrNumber &&
+        TupleDescAttr(RelationGetDescr(rel), floor_attnum - 1)->atttypid == INT8OID) {
+        Relation index = index_open(index_relid, AccessShareLock);
+        ScanKeyData skey;
+        ScanKeyEntryInitialize(&skey, 0, 1, BTEqualStrategyNumber, InvalidOid,
+                               index->rd_indcollation[0], eq, key);
+        Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+        TupleTableSlot *slot = table_slot_create(rel, nullptr);
+        IndexScanDesc scan = BeginIndexScan(rel, index, snapshot, 1, 0);
+        index_rescan(scan, &skey, 1, nullptr, 0);
+        found = index_getnext_slot(scan, ForwardScanDirection, slot);
+        if (found) {
+            bool isnull;
+            Datum d = slot_getattr(slot, floor_attnum, &isnull);
+            *floor = isnull ? 0 : DatumGetInt64(d);
+        }
+        index_endscan(scan);
+        ExecDropSingleTupleTableSlot(slot);
+        UnregisterSnapshot(snapshot);
+        index_close(index, NoLock);
+    }
+    table_close(rel, NoLock);
+    return found;
+}
+
+}  // namespace
+
+Token ResourceFloor(const char *name_space) {
+    Token floor = 0;
+    if (!ReadFloor("resource_floor", F_TEXTEQ, CStringGetTextDatum(name_space), &floor))
+        return 0;
+    return floor;
+}
+
+Token TombstoneFloor(Oid home_relid) {
+    Token floor = 0;
+    if (!ReadFloor("tombstone_floor", F_OIDEQ, ObjectIdGetDatum(home_relid), &floor))
+        return 0;
+    return floor;
+}
+
+bool StoreHasRaisedAt(const char *table) {
+    Oid relid = hwm::StoreRelid(table);
+    if (!OidIsValid(relid))
+        return false;
+    AttrNumber attnum = get_attnum(relid, "raised_at");
+    return attnum != InvalidAttrNumber && get_atttype(relid, attnum) == TIMESTAMPTZOID;
+}
+
+}  // namespace fencing::pg
