@@ -4,7 +4,7 @@
 // A round, every fencing.retire_naptime: read where the extension lives and
 // its version (a database without it, or with a version before retirement,
 // is skipped with one LOG line per change of state), then call
-// <schema>.fencing_retire_due(max_entries => fencing.retire_batch_size) in a
+// <schema>.fencing_retire_due(max_entries => fencing.retire_worker_batch) in a
 // transaction of its own, again while a batch came back full. Each batch is
 // a short transaction, and the worker's lock_timeout keeps it from queueing
 // writers behind it: a batch that would wait fails, is logged, and is tried
@@ -39,7 +39,7 @@ namespace {
 
 char *retire_databases = nullptr;
 int retire_naptime_s = 60;
-int retire_batch_size = 10000;
+int retire_worker_batch = 10000;
 
 // The first version with fencing_retire_due().
 constexpr int kRetireMajor = 1;
@@ -85,8 +85,8 @@ void DefineRetireWorkerSettings() {
                             &retire_naptime_s, 60, 1, INT_MAX / 1000, PGC_SIGHUP, GUC_UNIT_S,
                             nullptr, nullptr, nullptr);
     DefineCustomIntVariable(
-        "fencing.retire_batch_size", "Entries the retirement worker retires per transaction.",
-        nullptr, &retire_batch_size, 10000, 1, INT_MAX, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
+        "fencing.retire_worker_batch", "Entries the retirement worker retires per transaction.",
+        nullptr, &retire_worker_batch, 10000, 1, INT_MAX, PGC_SIGHUP, 0, nullptr, nullptr, nullptr);
     // Workers are registered at server start: only a preloaded library can
     // define (and use) the list.
     if (!process_shared_preload_libraries_in_progress)
@@ -160,7 +160,7 @@ char *BatchStatement(MemoryContext out) {
         if (state == DbState::kReady)
             statement =
                 MemoryContextStrdup(out, psprintf("SELECT %s.fencing_retire_due(max_entries => %d)",
-                                                  quote_identifier(schema), retire_batch_size));
+                                                  quote_identifier(schema), retire_worker_batch));
         else if (state != last_state)
             ereport(LOG,
                     (errmsg("fencing retire worker: skipping database \"%s\": extension "
@@ -213,7 +213,7 @@ void RunRound(MemoryContext round_context) {
             retired = RunBatch(statement);
             total += retired;
             ++batches;
-        } while (retired >= retire_batch_size);
+        } while (retired >= retire_worker_batch);
         if (total > 0)
             ereport(DEBUG1, (errmsg_internal("fencing retire worker: retired " INT64_FORMAT
                                              " entries in %d batches",

@@ -6,7 +6,7 @@
 
 namespace fencing::pg {
 
-// _PG_init: defines fencing.retire_naptime and fencing.retire_batch_size, and,
+// _PG_init: defines fencing.retire_naptime and fencing.retire_worker_batch, and,
 // when loaded from shared_preload_libraries, fencing.retire_databases.
 void DefineRetireWorkerSettings();
 
