@@ -121,6 +121,10 @@ CREATE OR REPLACE VIEW @extschema@.fencing_stats_info AS
 
 -- The views: an object without an entry once entries were evicted may have
 -- lost its counts with it, so it shows NULL (and says why), not 0.
+-- fencing_stats also shows each namespace's and table's retirement: whether
+-- it is on, its automatic policy (idle, NULL for manual only), its floor, how
+-- many entries were retired into it and when last; highest_hwm and
+-- tokens_left count the floor (retired HWMs live on in it).
 CREATE OR REPLACE VIEW @extschema@.fencing_stats WITH (security_barrier = true) AS
     WITH info AS (SELECT i.preloaded AND i.track_stats AS enabled, i.stats_reset,
                          CASE WHEN NOT i.preloaded
@@ -194,9 +198,27 @@ CREATE OR REPLACE VIEW @extschema@.fencing_stats WITH (security_barrier = true) 
                 THEN 'not counted since an eviction: all fencing.stats_max entries were in use and the least recently used were evicted (see fencing_stats_info.evicted)'
                 WHEN info.preloaded AND NOT k.counted
                 THEN 'not counted: all fencing.stats_max entries are in use (see fencing_stats_info.untracked_events)'
-                ELSE info.hint END AS hint
+                ELSE info.hint END AS hint,
+           -- Retirement: the floor the object's idle entries were folded into.
+           COALESCE(fl.enabled, false) AS retirement_enabled,
+           fl.idle AS retirement_idle,
+           fl.floor::@extschema@.fencing_token AS floor,
+           COALESCE(fl.retired, 0) AS retired,
+           fl.retired_at AS last_retired_at
       FROM objects o
      CROSS JOIN info
+     -- A namespace's floor (resource HWMs and lease rows), a table's
+     -- (tombstones); none until retirement was first switched on.
+     LEFT JOIN LATERAL (
+           SELECT rf.floor, rf.enabled, rf.idle, rf.retired, rf.retired_at
+             FROM fencing.resource_floor rf
+            WHERE o.kind OPERATOR(pg_catalog.=) 'namespace' AND o.owner_known
+              AND rf.namespace OPERATOR(pg_catalog.=) o.namespace
+           UNION ALL
+           SELECT tf.floor, tf.enabled, tf.idle, tf.retired, tf.retired_at
+             FROM fencing.tombstone_floor tf
+            WHERE o.kind OPERATOR(pg_catalog.=) 'table'
+              AND tf.relid::pg_catalog.oid OPERATOR(pg_catalog.=) o.relid) fl ON true
       -- Hashable equalities (IS NOT DISTINCT FROM would be a nested loop over
       -- every entry): a table has no name hash, a namespace no OID.
       LEFT JOIN raw r
@@ -220,6 +242,9 @@ CREATE OR REPLACE VIEW @extschema@.fencing_stats WITH (security_barrier = true) 
      CROSS JOIN LATERAL (
            SELECT pg_catalog.max(x) AS hwm
              FROM (SELECT r.highest_hwm
+                   UNION ALL
+                   -- Retired HWMs live on in the floor.
+                   SELECT fl.floor
                    UNION ALL
                    SELECT t.hwm FROM fencing.table_hwm t
                     WHERE t.relid::pg_catalog.oid OPERATOR(pg_catalog.=) o.relid) AS m(x)) h

@@ -81,6 +81,11 @@ my ($floor, $retired) = split /\|/, sql(q{SELECT floor, retired FROM fencing.res
                                          WHERE namespace = 'jobs'});
 cmp_ok($floor, '>=', $done, 'the floor is at least the highest token folded into it');
 cmp_ok($retired, '>=', 20, 'resource_floor counts what was retired');
+is( sql(q{SELECT retirement_enabled || ' ' || retirement_idle || ' ' || floor || ' ' || retired || ' '
+               || (last_retired_at IS NOT NULL) || ' ' || (highest_hwm >= floor)
+          FROM fencing_stats WHERE kind = 'namespace' AND namespace = 'jobs'}),
+    "true 00:00:01 $floor $retired true true",
+    'fencing_stats shows the namespace\'s policy, floor and how much was retired');
 
 # worker-1 wakes up: its completion of job 1, which has no entry of its own
 # any more, is judged by the floor and refused.

@@ -44,6 +44,9 @@ SELECT fencing_protect('jobs', scope => 'resource', resource_column => 'id',
 SELECT fencing_enable_retirement('jobs', idle => '1 s');
 INSERT INTO jobs (id) SELECT g FROM generate_series(1, 5) g;
 });
+# Job 1's first worker stalls past its lease; the job is claimed again below.
+my $stale = sql(q{SELECT fencing_acquire('1', 'stalled', '1 ms', namespace => 'jobs')});
+sleep 1;
 my $tokens = sql(q{
 SELECT string_agg(t::text, ' ' ORDER BY g) FROM (
     SELECT g, fencing_acquire(g::text, 'w', '1 min', namespace => 'jobs') AS t
@@ -69,7 +72,8 @@ is(sql(q{SELECT status FROM cron.job_run_details ORDER BY runid LIMIT 1}), 'succ
     'the job ran and succeeded');
 is(sql(q{SELECT retired >= 10 FROM fencing.resource_floor WHERE namespace = 'jobs'}), 't',
     'the floor counts what was retired');
-is(sql(qq{SELECT fenced_update('jobs', $tokens[0], '{"id": 1}', '{"status": "stale"}')}), '0',
-    "job 1's old token is refused by the floor");
+cmp_ok($tokens[0], '>', $stale, "job 1 was claimed again with a newer token");
+is(sql(qq{SELECT fenced_update('jobs', $stale, '{"id": 1}', '{"status": "stale"}')}), '0',
+    "the stalled worker's completion of retired job 1 is refused by the floor");
 $node->stop;
 done_testing();
