@@ -14,6 +14,9 @@
 #          entry was retired into the namespace's floor (1) first, so each
 #          write is judged by the floor and makes the key's entry again;
 #          without it (main), each key has its entry at 1 and the write raises it.
+#   fresh  UPDATE of a resource-scope row (resource = id) whose resource never
+#          had an entry (rows inserted without a token), each row once: a
+#          brand-new key's first write, the same on every build.
 #   insert INSERT of a new key into a row-scope table whose earlier keys were
 #          deleted: with retirement their tombstones were retired into the
 #          table's floor, so every INSERT is judged by the floor; without it,
@@ -23,6 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROWS=${ROWS:-1000}
 REPEAT=${REPEAT:-2}
+VARIANTS=${VARIANTS:-own floor fresh insert}
 N1=$ROWS
 N2=$((2 * ROWS))
 export FENCING_PGPORT=${FENCING_PGPORT:-54393}
@@ -52,6 +56,10 @@ CREATE TABLE res_fl (id int PRIMARY KEY, val int, tok fencing_token) WITH (fillf
 SELECT fencing_protect('res_fl', scope => 'resource', resource_column => 'id',
                        resource_namespace => 'fl');
 INSERT INTO res_fl SELECT g, 0, 1 FROM generate_series(1, :rows) g;
+CREATE TABLE res_new (id int PRIMARY KEY, val int, tok fencing_token) WITH (fillfactor = 50);
+SELECT fencing_protect('res_new', scope => 'resource', resource_column => 'id',
+                       resource_namespace => 'new', require_token => false);
+INSERT INTO res_new SELECT g, 0, NULL FROM generate_series(1, :rows) g;
 CREATE TABLE ev (id int PRIMARY KEY, val int, tok fencing_token);
 INSERT INTO ev SELECT -g, 0, 1 FROM generate_series(1, :rows) g;
 BEGIN; SET LOCAL fencing.token = 1; DELETE FROM ev; COMMIT;
@@ -79,6 +87,9 @@ CHECK[own]="SELECT 'CHECK ' || sum(val) FROM res_own"
 PREP[floor]='PREPARE p(int, fencing_token) AS UPDATE res_fl SET val = val + 1, tok = $2 WHERE id = $1'
 EXEC[floor]="EXECUTE p({I}, '5')"
 CHECK[floor]="SELECT 'CHECK ' || sum(val) FROM res_fl"
+PREP[fresh]='PREPARE p(int, fencing_token) AS UPDATE res_new SET val = val + 1, tok = $2 WHERE id = $1'
+EXEC[fresh]="EXECUTE p({I}, '5')"
+CHECK[fresh]="SELECT 'CHECK ' || sum(val) FROM res_new"
 PREP[insert]='PREPARE p(int, fencing_token) AS INSERT INTO ev VALUES ($1, 1, $2)'
 EXEC[insert]="EXECUTE p({I}, '5')"
 CHECK[insert]="SELECT 'CHECK ' || sum(val) FROM ev"
@@ -108,7 +119,7 @@ run_one() {  # variant n repeat -> Ir
 echo "# retire_check: postgres $("$PGBIN/postgres" --version | awk '{print $3}') --single ${SETTINGS[*]}; rows=$ROWS N1=$N1 N2=$N2; setup: $STATE"
 echo "# variant repeat Ir(N1) Ir(N2) per_write"
 for r in $(seq 1 "$REPEAT"); do
-    for v in own floor insert; do
+    for v in $VARIANTS; do
         a=$(run_one "$v" "$N1" "$r") && b=$(run_one "$v" "$N2" "$r")
         echo "$v $r $a $b $(( (b - a) / (N2 - N1) ))"
     done
