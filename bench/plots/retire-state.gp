@@ -1,6 +1,6 @@
 set terminal svg size 900,420 dynamic font 'sans,11'
 set output 'bench/plots/retire-state.svg'
-set multiplot layout 1,2 title 'fencing.* tables during the job queue (test/bench/retire_state.sh)'
+set multiplot layout 1,2 title 'fencing.* tables, all together, during the job queue (test/bench/retire_state.sh)' noenhanced
 set key top left
 set xlabel 'jobs done'
 set ylabel 'rows'

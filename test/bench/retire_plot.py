@@ -18,12 +18,20 @@ for mode in ("off", "on"):
     path = os.path.join(data, f"retire-state-{mode}.csv")
     if not os.path.exists(path):
         continue
+    # One sample is one line per table (each line has its own clock reading):
+    # a table seen again starts the next sample.
     samples = collections.OrderedDict()
     per_table = collections.defaultdict(dict)
+    seen = set()
+    key = None
     with open(path) as f:
         for row in csv.DictReader(f):
-            key = float(row["elapsed_s"])
-            s = samples.setdefault(key, {"jobs": int(row["jobs_done"]), "rows": 0, "bytes": 0})
+            if key is None or row["table"] in seen:
+                key = float(row["elapsed_s"])
+                seen = set()
+                samples[key] = {"jobs": int(row["jobs_done"]), "rows": 0, "bytes": 0}
+            seen.add(row["table"])
+            s = samples[key]
             s["rows"] += int(row["rows"])
             s["bytes"] += int(row["bytes"])
             per_table[row["table"]][key] = (int(row["rows"]), int(row["bytes"]))
@@ -42,7 +50,7 @@ gp = os.path.join(plots, "retire-state.gp")
 with open(gp, "w") as f:
     f.write(f"""set terminal svg size 900,420 dynamic font 'sans,11'
 set output '{os.path.join(plots, "retire-state.svg")}'
-set multiplot layout 1,2 title 'fencing.* tables during the job queue (test/bench/retire_state.sh)'
+set multiplot layout 1,2 title 'fencing.* tables, all together, during the job queue (test/bench/retire_state.sh)' noenhanced
 set key top left
 set xlabel 'jobs done'
 set ylabel 'rows'
