@@ -6,6 +6,7 @@
 #
 #   bash test/bench/retire_state.sh                 JOBS=1000000 CLIENTS=4 MODES="off on"
 #   JOBS=100000 SAMPLE_S=5 bash test/bench/retire_state.sh
+#   OUT=/tmp/x PLOTS=/tmp/x MODES=on ...            elsewhere than bench/data, bench/plots
 #
 # Each job, as docs/cookbook.md's job queue does it, in its own transactions:
 # INSERT the job (no token), fencing_acquire() a lease on it (namespace
@@ -28,8 +29,8 @@ SAMPLE_S=${SAMPLE_S:-5}
 IDLE=${IDLE:-1 s}
 NAPTIME=${NAPTIME:-1}
 export FENCING_PGPORT=${FENCING_PGPORT:-54391}
-OUT=bench/data
-mkdir -p "$OUT" bench/plots
+OUT=${OUT:-bench/data}
+mkdir -p "$OUT" "${PLOTS:=bench/plots}"
 make -s >/dev/null && make -s install >/dev/null
 WORK=$(mktemp -d)
 trap 'test/cluster.sh stop; rm -rf "$WORK"' EXIT
@@ -119,4 +120,4 @@ SQL
 }
 
 for mode in $MODES; do run_mode "$mode"; done
-/usr/bin/python3 test/bench/retire_plot.py "$OUT" bench/plots
+/usr/bin/python3 test/bench/retire_plot.py "$OUT" "$PLOTS"
