@@ -542,6 +542,48 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing.replica_keep_highest()', 'called directly', $$SELECT fencing.replica_keep_highest()$$),
 ('fencing.replicated_state()', 'called directly', $$SELECT count(*) FROM fencing.replicated_state()$$);
 
+-- Retirement (1.5) ------------------------------------------------------------------
+INSERT INTO catalogue (fn, input, sql) VALUES
+('fencing_enable_retirement(text,interval)', 'NULL namespace', $$SELECT fencing_enable_retirement(NULL::text)$$),
+('fencing_enable_retirement(text,interval)', 'negative idle', $$SELECT fencing_enable_retirement('bi-ns', '-1 s')$$),
+('fencing_enable_retirement(text,interval)', '10 MB namespace', $$SELECT fencing_enable_retirement(s10mb) FROM bi_big$$),
+('fencing_enable_retirement(text,interval)', 'wrong type', $$SELECT fencing_enable_retirement('bi-ns', 5)$$),
+('fencing_enable_retirement(regclass,interval)', 'NULL target', $$SELECT fencing_enable_retirement(NULL::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'unprotected table', $$SELECT fencing_enable_retirement('bi_plain'::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'resource scope', $$SELECT fencing_enable_retirement('bi_res'::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'table scope', $$SELECT fencing_enable_retirement('bi_tab'::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'dropped table', format($$SELECT fencing_enable_retirement(%s::regclass)$$, :dropped_oid)),
+('fencing_enable_retirement(regclass,interval)', 'OID 0', $$SELECT fencing_enable_retirement(0::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'an index', $$SELECT fencing_enable_retirement('bi_row_pkey'::regclass)$$),
+('fencing_enable_retirement(regclass,interval)', 'a catalog', $$SELECT fencing_enable_retirement('pg_class'::regclass)$$),
+('fencing_disable_retirement(text)', 'NULL', $$SELECT fencing_disable_retirement(NULL::text) IS NULL$$),
+('fencing_disable_retirement(text)', 'unknown namespace', $$SELECT fencing_disable_retirement('no-such-ns')$$),
+('fencing_disable_retirement(regclass)', 'NULL', $$SELECT fencing_disable_retirement(NULL::regclass) IS NULL$$),
+('fencing_disable_retirement(regclass)', 'unprotected table', $$SELECT fencing_disable_retirement('bi_plain'::regclass)$$),
+('fencing_disable_retirement(regclass)', 'OID 0', $$SELECT fencing_disable_retirement(0::regclass)$$),
+('fencing_retire(text,interval,bigint)', 'NULL namespace', $$SELECT fencing_retire(NULL::text, '1 s')$$),
+('fencing_retire(text,interval,bigint)', 'NULL idle', $$SELECT fencing_retire('bi-ns', NULL)$$),
+('fencing_retire(text,interval,bigint)', 'negative idle', $$SELECT fencing_retire('bi-ns', '-1 day')$$),
+('fencing_retire(text,interval,bigint)', 'negative max', $$SELECT fencing_retire('bi-ns', '1 s', -1)$$),
+('fencing_retire(text,interval,bigint)', 'not enabled', $$SELECT fencing_retire('bi-ns', '1 s')$$),
+('fencing_retire(text,interval,bigint)', 'unknown namespace', $$SELECT fencing_retire('no-such-ns', '1 s')$$),
+('fencing_retire(text,interval,bigint)', '10 MB namespace', $$SELECT fencing_retire(s10mb, '1 s') FROM bi_big$$),
+('fencing_retire(text,interval,bigint)', 'wrong type', $$SELECT fencing_retire('bi-ns', 'soon')$$),
+('fencing_retire(regclass,interval,bigint)', 'NULL target', $$SELECT fencing_retire(NULL::regclass, '1 s')$$),
+('fencing_retire(regclass,interval,bigint)', 'NULL idle', $$SELECT fencing_retire('bi_row'::regclass, NULL)$$),
+('fencing_retire(regclass,interval,bigint)', 'not enabled', $$SELECT fencing_retire('bi_row'::regclass, '1 s')$$),
+('fencing_retire(regclass,interval,bigint)', 'resource scope', $$SELECT fencing_retire('bi_res'::regclass, '1 s')$$),
+('fencing_retire(regclass,interval,bigint)', 'dropped table', format($$SELECT fencing_retire(%s::regclass, '1 s')$$, :dropped_oid)),
+('fencing_retire(regclass,interval,bigint)', 'OID 0', $$SELECT fencing_retire(0::regclass, '1 s')$$),
+('fencing_retire(regclass,interval,bigint)', 'mixed case', $$SELECT fencing_retire('"My Schema"."Mixed Case"'::regclass, '1 s')$$),
+('fencing_retire_due(bigint)', 'NULL', $$SELECT fencing_retire_due(NULL) >= 0$$),
+('fencing_retire_due(bigint)', 'negative', $$SELECT fencing_retire_due(-1)$$),
+('fencing_retire_due(bigint)', 'zero', $$SELECT fencing_retire_due(0)$$),
+('fencing_retire_due(bigint)', 'wrong type', $$SELECT fencing_retire_due('many')$$),
+('GUC fencing.retire_batch_size', 'zero', $$SELECT set_config('fencing.retire_batch_size', '0', true)$$),
+('GUC fencing.retire_batch_size', 'junk', $$SELECT set_config('fencing.retire_batch_size', 'lots', true)$$),
+('fencing.on_floor_drop()', 'called directly', $$SELECT fencing.on_floor_drop()$$);
+
 -- Run the catalogue: each case in its own subtransaction.
 CREATE TABLE outcome AS
     SELECT n, fn, input, pg_temp.try(sql) AS result FROM catalogue ORDER BY n;

@@ -97,6 +97,27 @@ CREATE EVENT TRIGGER fencing_floor_drop ON sql_drop
     EXECUTE FUNCTION fencing.on_floor_drop();
 ALTER EVENT TRIGGER fencing_floor_drop ENABLE ALWAYS;
 
+-- Floors travel with the other state tables to a subscriber (logical
+-- replication), under the same rule: apply only raises them.
+CREATE OR REPLACE FUNCTION fencing.replicated_state()
+    RETURNS TABLE (relid pg_catalog.regclass, value_column pg_catalog.name,
+                   key_columns pg_catalog.name[])
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE SET search_path = pg_catalog, pg_temp AS $$
+    VALUES ('fencing.resource_hwm'::pg_catalog.regclass, 'hwm'::pg_catalog.name,
+            ARRAY['namespace', 'resource']::pg_catalog.name[]),
+           ('fencing.table_hwm', 'hwm', ARRAY['relid']),
+           ('fencing.row_tombstone', 'hwm', ARRAY['relid', 'key']),
+           ('fencing.lease', 'token', ARRAY['namespace', 'resource']),
+           ('fencing.resource_floor', 'floor', ARRAY['namespace']),
+           ('fencing.tombstone_floor', 'floor', ARRAY['relid'])
+$$;
+CREATE TRIGGER replica_keep_highest BEFORE INSERT OR UPDATE OR DELETE ON fencing.resource_floor
+    FOR EACH ROW EXECUTE FUNCTION fencing.replica_keep_highest('floor', 'namespace');
+CREATE TRIGGER replica_keep_highest BEFORE INSERT OR UPDATE OR DELETE ON fencing.tombstone_floor
+    FOR EACH ROW EXECUTE FUNCTION fencing.replica_keep_highest('floor', 'relid');
+ALTER TABLE fencing.resource_floor ENABLE REPLICA TRIGGER replica_keep_highest;
+ALTER TABLE fencing.tombstone_floor ENABLE REPLICA TRIGGER replica_keep_highest;
+
 -- (retirement: end of section)
 
 ----------------------------------------------------------------------------

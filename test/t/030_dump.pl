@@ -2,7 +2,7 @@
 # strict and on_stale settings), guards, HWMs (row, tombstone, resource,
 # table) and leases (a live one, a released one) must survive a whole-database
 # dump in every format (plain, custom, directory, tar) and a schema-only +
-# data-only restore, each restored with session_replication_role = replica;
+# data-only restore, and so must floors (retired tombstones and resource HWMs), each restored with session_replication_role = replica;
 # afterwards stale tokens are refused and no lease token is issued again.
 # Also: a plain restore without replica fails closed; pg_dump -t carries a
 # table's rows and guards but not fencing's state for it (the documented
@@ -34,6 +34,13 @@ INSERT INTO ledger VALUES (1, 7), (2, 8);
 SELECT fencing_acquire('held', 'h1', '1 day');
 SELECT fencing_release('freed', fencing_acquire('freed', 'h1', '1 day'));
 SELECT fencing_release('freed', fencing_acquire('freed', 'h2', '1 day'));
+-- Floors: the deleted key's tombstone retired into inventory's floor, and a
+-- resource HWM into namespace rf's (with an automatic policy).
+SELECT fencing_enable_retirement('inventory'::regclass);
+SELECT fencing_retire('inventory'::regclass, '0 s');
+SELECT fencing_resource_advance('x', 70, 'rf');
+SELECT fencing_enable_retirement('rf', '1 day');
+SELECT fencing_retire('rf', '0 s');
 SQL
 my $held = query($node, $src, q{SELECT token FROM fencing_leases WHERE resource = 'held'});
 my $freed = query($node, $src, q{SELECT token FROM fencing_leases WHERE resource = 'freed'});
@@ -79,8 +86,15 @@ sub full_checks
 	is(query($node, $db, q{SELECT string_agg(resource || '|' || holder || '|' || token || '|' || live, ' ' ORDER BY resource)
 	        FROM fencing_leases}),
 		"freed|h2|$freed|false held|h1|$held|true", "$label: leases restored (a live one, a released one)");
+	is(query($node, $db, q{SELECT (SELECT count(*) FROM fencing.row_tombstone WHERE relid = 'inventory'::regclass) || ' ' ||
+	        (SELECT floor || ' ' || enabled FROM fencing.tombstone_floor WHERE relid = 'inventory'::regclass) || ' ' ||
+	        (SELECT floor || ' ' || idle FROM fencing.resource_floor WHERE namespace = 'rf') || ' ' ||
+	        (SELECT count(*) FROM fencing.resource_hwm WHERE namespace = 'rf')}),
+		'0 30 true 70 1 day 0', "$label: floors restored (the retired entries stay gone)");
+	is(query($node, $db, q{SELECT fencing_resource_advance('x', 69, 'rf')}), 'f',
+		"$label: a retired resource is judged against the restored floor");
 	is(sqlstate($node, $db, q{INSERT INTO inventory VALUES ('b', 1, 25)}), 'TF001',
-		"$label: stale re-INSERT of a deleted key refused (tombstone)");
+		"$label: stale re-INSERT of a deleted key refused (tombstone floor)");
 	is(sqlstate($node, $db, q{UPDATE inventory SET epoch = 9 WHERE item = 'a'}), 'TF001',
 		"$label: stale UPDATE refused (row HWM, renamed token column)");
 	is(sqlstate($node, $db, q{INSERT INTO orders VALUES (3, 's', 6)}), 'TF001',

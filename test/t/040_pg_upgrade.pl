@@ -1,6 +1,6 @@
 # pg_upgrade keeps every guard: state in every scope on an old cluster
 # (row scope with tombstones, resource scope in a namespace on a column after
-# a dropped one, table scope, partitions, a live lease), pg_upgrade --link
+# a dropped one, table scope, partitions, a live lease, floors), pg_upgrade --link
 # into a new cluster, then every guard is present and current, the state is
 # there and stale writes are refused in every scope.
 #   FENCING_UPGRADE_FROM  the install prefix of an older PostgreSQL to upgrade
@@ -44,6 +44,13 @@ CREATE TABLE events_a PARTITION OF events FOR VALUES IN ('a');
 CREATE TABLE events_b PARTITION OF events FOR VALUES IN ('b');
 INSERT INTO events VALUES (1, 'a', 70), (1, 'b', 70);
 SELECT fencing_acquire('held', 'h1', '1 day');
+-- floors: the tombstone of 'b' retired into inventory's, a resource HWM into
+-- namespace uf's
+SELECT fencing_enable_retirement('inventory'::regclass);
+SELECT fencing_retire('inventory'::regclass, '0 s');
+SELECT fencing_resource_advance('x', 90, 'uf');
+SELECT fencing_enable_retirement('uf', '1 day');
+SELECT fencing_retire('uf', '0 s');
 SQL
 my $guards_before = query($old, $db, q{SELECT count(*) FROM pg_trigger WHERE tgname LIKE 'zz_fencing_%'});
 my $lease = query($old, $db, q{SELECT holder || '|' || token || '|' || live FROM fencing_leases WHERE resource = 'held'});
@@ -82,6 +89,12 @@ is(query($new, $db, q{SELECT fencing_high_water('inventory', '{"item": "b"}') ||
 	'30 50 60', 'new cluster: tombstone, resource and table HWMs kept');
 is(query($new, $db, q{SELECT holder || '|' || token || '|' || live FROM fencing_leases WHERE resource = 'held'}),
 	$lease, 'new cluster: the live lease kept');
+is(query($new, $db, q{SELECT (SELECT floor || ' ' || retired FROM fencing.tombstone_floor WHERE relid = 'inventory'::regclass)
+        || ' ' || (SELECT floor || ' ' || idle FROM fencing.resource_floor WHERE namespace = 'uf')
+        || ' ' || (SELECT count(*) FROM fencing.row_tombstone)}),
+	'30 1 90 1 day 0', 'new cluster: floors kept (the retired entries stay gone)');
+is(query($new, $db, q{SELECT fencing_resource_advance('x', 89, 'uf')}), 'f',
+	'new cluster: a retired resource is judged against its floor');
 my %stale = (
 	'stale UPDATE refused after upgrade (row scope)' => q{UPDATE inventory SET fence = 9 WHERE item = 'a'},
 	'stale re-INSERT of a deleted key refused after upgrade (tombstone)' => q{INSERT INTO inventory VALUES ('b', 1, 25)},
@@ -106,8 +119,8 @@ is(query($new, $db, q{SELECT fenced_update('inventory', 31, '{"item": "a"}', '{"
 # data-only restore) still keeps the greater HWM.
 is(query($new, $db, q{SELECT string_agg(tgrelid::regclass::text || ':' || tgenabled::text, ' ' ORDER BY tgrelid::regclass::text)
 	FROM pg_trigger WHERE tgname = 'replica_keep_highest'}),
-	'fencing.lease:R fencing.resource_hwm:R fencing.row_tombstone:R fencing.table_hwm:R',
-	'new cluster: replica_keep_highest on the four state tables, ENABLE REPLICA');
+	'fencing.lease:R fencing.resource_floor:R fencing.resource_hwm:R fencing.row_tombstone:R fencing.table_hwm:R fencing.tombstone_floor:R',
+	'new cluster: replica_keep_highest on the six state tables, ENABLE REPLICA');
 query($new, $db, q{SET session_replication_role = replica;
 	INSERT INTO fencing.table_hwm VALUES ('ledger', 1);
 	INSERT INTO fencing.resource_hwm VALUES ('orders', 's', 1)});

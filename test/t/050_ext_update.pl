@@ -3,7 +3,8 @@
 # a package upgrade), make state in every scope (row, tombstones, resource in
 # an owned namespace, table, partitions, policies, guards, and leases from 1.1
 # on), update, then check every HWM, tombstone, policy, namespace owner, lease
-# and guard intact and stale writes refused.
+# and guard intact and stale writes refused; then retirement works on the
+# state made before the update.
 #
 # Paths: from every version of the chain straight to the default version
 # (ALTER EXTENSION fencing UPDATE), and, when the chain has more than one step,
@@ -224,6 +225,36 @@ sub check_fail_closed
 	return;
 }
 
+# Retirement on state made before the update: entries count as idle from the
+# update on (raised_at's default), so a day's idle time retires nothing yet;
+# none retires immediately, old keys then read as the floor (their HWM) and
+# stale writes stay refused.
+sub check_retirement
+{
+	my ($db, $label) = @_;
+	my $s_hwm = query($node, $db, q{SELECT fencing_resource_high_water('s', 'extupdate')});
+	my $b_hwm = query($node, $db, q{SELECT fencing_high_water('inventory', '{"item": "b"}')});
+	is(query($node, $db, q{SELECT count(*) FROM fencing.resource_hwm WHERE raised_at IS NULL}), '0',
+		"$label: every existing HWM has raised_at");
+	query($node, $db, q{SELECT fencing_enable_retirement('extupdate')});
+	query($node, $db, q{SELECT fencing_enable_retirement('inventory'::regclass)});
+	is(query($node, $db, q{SELECT fencing_retire('extupdate', '1 day') || ' ' ||
+	        fencing_retire('inventory'::regclass, '1 day')}), '0 0',
+		"$label: entries made before the update are idle only since it");
+	ok(query($node, $db, q{SELECT fencing_retire('extupdate', '0 s')}) >= 1, "$label: retirement works after the update");
+	is(query($node, $db, q{SELECT fencing_retire('inventory'::regclass, '0 s')}), '1',
+		"$label: the tombstone retires after the update");
+	is(query($node, $db, q{SELECT count(*) FROM fencing.resource_hwm WHERE namespace = 'extupdate'}) . ' ' .
+	   query($node, $db, q{SELECT fencing_resource_high_water('s', 'extupdate') || ' ' ||
+	        fencing_high_water('inventory', '{"item": "b"}')}),
+		"0 $s_hwm $b_hwm", "$label: retired keys keep their HWMs (as the floors)");
+	is(sqlstate($node, $db, "INSERT INTO orders VALUES (90, 's', " . ($s_hwm - 1) . ")"), 'TF001',
+		"$label: a stale write to a retired resource is refused");
+	is(sqlstate($node, $db, "INSERT INTO inventory VALUES ('b', 1, " . ($b_hwm - 1) . ")"), 'TF001',
+		"$label: a stale re-INSERT of a retired tombstone's key is refused");
+	return;
+}
+
 # The extension's members, to compare an updated install with a fresh one.
 my $members_sql = q{SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1)
        FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'};
@@ -253,6 +284,7 @@ for my $i (0 .. $#chain - 1)
 	check_statistics($db, $label, $from, $before);
 	check_writes($db, $label, $from, $before);
 	check_fail_closed($db, $label);
+	check_retirement($db, $label);
 	push @updated, [ $db, $label ];
 }
 
@@ -272,6 +304,7 @@ if (@chain > 2)
 	check_statistics($db, '1.0 stepwise', '1.0', $before);
 	check_writes($db, '1.0 stepwise', '1.0', $before);
 	check_fail_closed($db, '1.0 stepwise');
+	check_retirement($db, '1.0 stepwise');
 	push @updated, [ $db, '1.0 stepwise' ];
 }
 
@@ -286,7 +319,8 @@ is(query($node, $_->[0], $members_sql), $fresh, "$_->[1]: the same extension obj
 my $columns_sql = q{SELECT string_agg(format('%s.%s %s %s %s %s', c.relname, a.attname,
            format_type(a.atttypid, a.atttypmod), coalesce(co.collname, '-'), a.attnotnull,
            coalesce(pg_get_expr(d.adbin, d.adrelid), '-')), ',' ORDER BY c.relname, a.attnum)
-       || ' | ' || (SELECT string_agg(regexp_replace(pg_get_indexdef(i.indexrelid), '_pkey[0-9]*', '_pkey'), ',' ORDER BY 1)
+       || ' | ' || (SELECT string_agg(regexp_replace(pg_get_indexdef(i.indexrelid), '_pkey[0-9]*', '_pkey'), ','
+                                  ORDER BY regexp_replace(pg_get_indexdef(i.indexrelid), '_pkey[0-9]*', '_pkey'))
                       FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid
                      WHERE t.relnamespace = 'fencing'::regnamespace)
        FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped

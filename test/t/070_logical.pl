@@ -51,9 +51,9 @@ my $have_publish = query($pub, $db, q{SELECT to_regprocedure('fencing_publish(na
 if ($have_publish)
 {
 	is(query($pub, $db, q{SELECT string_agg(t::text, ',' ORDER BY t::text) FROM fencing_publish('fpub') t}),
-		'fencing.lease,fencing.resource_hwm,fencing.row_tombstone,fencing.table_hwm',
+		'fencing.lease,fencing.resource_floor,fencing.resource_hwm,fencing.row_tombstone,fencing.table_hwm,fencing.tombstone_floor',
 		'fencing_publish adds the state tables');
-	is(query($pub, $db, q{SELECT count(*) FROM fencing_publish('fpub')}), '4', 'fencing_publish again: nothing to add');
+	is(query($pub, $db, q{SELECT count(*) FROM fencing_publish('fpub')}), '6', 'fencing_publish again: nothing to add');
 	query($pub, $db, 'CREATE PUBLICATION fall FOR ALL TABLES');
 	is(sqlstate($pub, $db, q{SELECT fencing_publish('fall')}), '55000',
 		'a FOR ALL TABLES publication (fencing.protected with it) is refused');

@@ -115,6 +115,14 @@ is(sqlstate($sub, $db, q{SELECT fencing_reset('g_res', '{"shard": "s1"}')}), '55
 	'fencing_reset() of a resource refused while subscribed');
 is(sqlstate($sub, $db, q{SELECT fencing_reset('g_row', '{"id": 2}')}), '55000',
 	'fencing_reset() of a tombstone refused while subscribed');
+# So is retirement: it deletes the same rows.
+for my $retire (q{SELECT fencing_retire('default', '0 s')}, q{SELECT fencing_retire('g_row'::regclass, '0 s')})
+{
+	my ($out, $err) = ('', '');
+	$sub->psql($db, $retire, stdout => \$out, stderr => \$err);
+	like($err, qr/cannot retire .* is replicated into this database by subscription "gsub"/,
+		"$retire refused while subscribed");
+}
 query($pub, $db, 'BEGIN; SET LOCAL fencing.token = 100; UPDATE g_res SET v = 1 WHERE id = 1; COMMIT');
 ok(catch_up('gsub'), 'the raise after the refused reset applied');
 is(query($sub, $db, q{SELECT fencing_resource_high_water('s1')}), '100', "the publisher's raise to 100 arrived");

@@ -99,7 +99,10 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
     table_close(keyrel, AccessShareLock);
     InternalSession session;
     BeginInternal(&session);
-    RaiseTombstone(relid, key, token);
+    // A key with no tombstone is judged against the table's floor: a
+    // tombstone below it would lower the key (retired into the floor) to it.
+    Token floor = TombstoneFloor(relid);
+    RaiseTombstone(relid, key, token > floor ? token : floor);
     Token hwm = token;
     (void)LookupTombstone(relid, key, &hwm);
     EndInternal(&session);

@@ -191,12 +191,16 @@ bool LiveRowToken(Oid relid, const ProtectedRow &row, const KeyValues &k, Token 
 }
 
 // A row's HWM: its live row's token or the tombstone a deleted row left,
-// whichever is higher. Inside an internal session.
+// whichever is higher; neither: the table's floor (retirement). Inside an
+// internal session.
 bool RowHwm(Oid relid, const ProtectedRow &row, const KeyValues &k, Datum tombstone_key,
             Token *hwm) {
     bool found = LiveRowToken(relid, row, k, hwm);
     Token tombstone;
-    if (LookupTombstone(relid, tombstone_key, &tombstone) && (!found || tombstone > *hwm)) {
+    bool floor;
+    // The table's floor stands in for a key with neither a row nor a tombstone.
+    if (LookupTombstone(relid, tombstone_key, &tombstone, &floor) && !(floor && found) &&
+        (!found || tombstone > *hwm)) {
         *hwm = tombstone;
         found = true;
     }

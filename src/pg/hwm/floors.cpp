@@ -20,6 +20,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "storage/bufmgr.h"
 }
 
 namespace fencing::pg {
@@ -34,6 +35,13 @@ bool ReadFloor(const char *name, RegProcedure eq, Datum key, Token *floor) {
     if (!OidIsValid(relid))
         return false;
     Relation rel = table_open(relid, AccessShareLock);
+    // A floor table that never held a row (no retirement opted in) has no
+    // block: no index scan for every write of a new key. A committed floor
+    // row has extended the relation before it could be seen.
+    if (RelationGetNumberOfBlocks(rel) == 0) {
+        table_close(rel, NoLock);
+        return false;
+    }
     AttrNumber floor_attnum = get_attnum(relid, "floor");
     Oid index_relid = PrimaryKeyIndex(rel);
     bool found = false;

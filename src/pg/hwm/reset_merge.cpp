@@ -179,7 +179,20 @@ void MergeTombstones(Datum from_relids, Oid to) {
         "  WHERE relid OPERATOR(pg_catalog.=) ANY ($2) GROUP BY key"
         " ON CONFLICT (relid, key) DO UPDATE SET hwm = GREATEST(t.hwm, excluded.hwm)",
         2, types, values);
+    // A key retired in one of the tables (to's included) is judged against
+    // the merged floor while it has no tombstone; a tombstone of the other
+    // table's below that floor would lower it: every tombstone of to's is
+    // raised to the merged floor (conservative: it only rises).
     MergeTombstoneFloors(from_relids, to);
+    if (HasTombstoneFloors()) {
+        Oid ftypes[] = {OIDOID};
+        Datum fvalues[] = {ObjectIdGetDatum(to)};
+        RunLatest(
+            "UPDATE fencing.row_tombstone t SET hwm = f.floor FROM fencing.tombstone_floor f"
+            " WHERE f.relid OPERATOR(pg_catalog.=) $1 AND t.relid OPERATOR(pg_catalog.=) $1"
+            "   AND t.hwm OPERATOR(pg_catalog.<) f.floor",
+            1, ftypes, fvalues);
+    }
     NoteHwmRaised();
 }
 

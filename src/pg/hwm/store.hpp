@@ -3,9 +3,11 @@
 // durable commits, and row scope's tombstones.
 //
 // The HWM store: every read and write of the extension's own HWM tables
-// (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) goes
-// through this API; no other C++ file names those tables (the extension
-// scripts drop a dropped table's rows in its sql_drop event triggers).
+// (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) and of the
+// floors' values goes through this API; no other C++ file names the HWM
+// tables (the extension scripts drop a dropped table's rows in its sql_drop
+// event triggers). The floors' policy columns (enabled, idle) are set by
+// pg/api/retire.cpp.
 //
 // Every raise is one atomic step: a conditional UPDATE, or an INSERT ... ON
 // CONFLICT for a first write; the HWM row stays locked by the raiser until it
@@ -68,6 +70,17 @@ bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor = 
 // rule an entry would get; a floor of 0 judges nothing (nothing retired).
 Token ResourceFloor(const char *name_space);
 Token TombstoneFloor(Oid home_relid);
+// Retirement, one batch each (inside an internal session, the caller's rights
+// checked): candidates idle for longer than idle (an interval datum) locked
+// FOR UPDATE SKIP LOCKED, deleted, and the floor raised to the highest
+// deleted value in the same transaction, which commits durably. A
+// namespace's batch takes at most limit resources after *cursor (in order),
+// with their lease rows when the lease ended more than idle ago (lease rows
+// locked first, as fencing_acquire locks them; a live lease keeps its HWM);
+// *done when none is left after. Return how many entries were retired.
+int64 RetireTombstoneBatch(Oid home_relid, Datum idle, int64 limit);
+int64 RetireResourceBatch(const char *name_space, Datum idle, int64 limit, char **cursor,
+                          bool *done);
 // Whether the HWM table of this name (resource_hwm, row_tombstone) records
 // when each entry was raised (raised_at): retirement needs it.
 bool StoreHasRaisedAt(const char *table);
