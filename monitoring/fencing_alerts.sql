@@ -10,12 +10,12 @@
 SELECT hint FROM fencing_stats_info WHERE NOT counters_enabled;
 
 -- name: counters_full
--- Every fencing.stats_max entry is in use: new tables, namespaces and lease
--- resources are not counted (their counters are NULL in the views). Any role
--- may fill the entries (a lease per resource name): raise fencing.stats_max,
--- and look for who did.
-SELECT entries, max_entries, untracked_events FROM fencing_stats_info
- WHERE entries >= max_entries;
+-- Every fencing.stats_max entry is in use, or was: new tables, namespaces and
+-- lease resources evict the least recently used entries, whose counts are
+-- lost (their counters are NULL in the views). Any role may fill the entries
+-- (a lease per resource name): raise fencing.stats_max, and look for who did.
+SELECT entries, max_entries, untracked_events, evicted FROM fencing_stats_info
+ WHERE entries >= max_entries OR evicted > 0;
 
 -- name: stale_rejections
 -- Any stale write turned away (refused or skipped): a lock holder lost its

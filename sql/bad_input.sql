@@ -519,6 +519,8 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing.lease_stats()', 'an argument', $$SELECT count(*) FROM fencing.lease_stats('x')$$),
 ('fencing.lease_stats()', 'no preload', $$SELECT count(*) FROM fencing.lease_stats()$$),
 ('fencing.stats_info()', 'no preload', $$SELECT preloaded FROM fencing.stats_info()$$),
+('fencing.stats_evicted()', 'no preload', $$SELECT fencing.stats_evicted()$$),
+('fencing.stats_evicted()', 'an argument', $$SELECT fencing.stats_evicted(1)$$),
 ('fencing.stats_name_hash(text,text)', 'NULL, NULL', $$SELECT fencing.stats_name_hash(NULL, NULL)$$),
 ('fencing.stats_name_hash(text,text)', 'NULL resource', $$SELECT fencing.stats_name_hash('ns', NULL) IS NULL$$),
 ('fencing.stats_name_hash(text,text)', 'wrong type', $$SELECT fencing.stats_name_hash(1::int, 'r')$$),

@@ -35,6 +35,8 @@ FULL_ONLY=(
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
     # the Python client (clients/python): wheel, sdist, venv installs, offline
     python3-venv python3-pip python3-setuptools python3-wheel
+    # retirement from pg_cron (test/t/082_retire_cron.pl, docs/cookbook.md)
+    postgresql-15-cron
     # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)
     python3-django python3-psycopg2 python3-sqlalchemy
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows

@@ -14,8 +14,10 @@
 #include "pg/api/leases.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/worker/retire_worker.hpp"
 
 extern "C" {
+#include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/inval.h"
 }
@@ -41,6 +43,7 @@ void _PG_init(void);
 void _PG_init(void) {
     fencing::pg::DefineSettings();
     fencing::pg::DefineStatsSettings();
+    fencing::pg::DefineRetireWorkerSettings();
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterRaiseRegistryCallbacks();
@@ -50,4 +53,6 @@ void _PG_init(void) {
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);
+    if (process_shared_preload_libraries_in_progress)
+        fencing::pg::RegisterRetireWorkers();
 }

@@ -25,7 +25,7 @@ eval "$(test/cluster.sh env)"
 
 /usr/bin/python3 test/cookbook/extract.py "$DOC" "$WORK" >"$WORK/recipes.txt"
 check "the cookbook's code blocks extract" 0 $?
-for want in inventory job-queue shard-ownership orm-sqlalchemy tokens-etcd tokens-zookeeper leader-election; do
+for want in inventory job-queue job-queue-retire shard-ownership orm-sqlalchemy tokens-etcd tokens-zookeeper leader-election; do
     check "the cookbook has the $want recipe" yes \
         "$(grep -q "^$want " "$WORK/recipes.txt" && echo yes || echo no)"
 done

@@ -25,9 +25,17 @@ high-water mark equals the largest committed token; every error is an
 expected refusal (TF001, a unique violation, a deadlock). Prints "ok N - ..."
 or "not ok N - ..." lines and a summary; exits non-zero on a failure.
 
+Retirement churner (KEYMOVE_RETIRE=1): the table's retirement is switched on
+and one more connection calls fencing_retire(table, '0 s') in a loop while the
+workers run, so deleted keys' tombstones are retired into the table's floor as
+soon as they commit, and INSERTs of those keys are judged by the floor. The
+tokens come from one clock, retirement's precondition. The checks stay, except
+that a key's HWM may then be its floor: at least its largest committed token
+and at most the largest committed token of all keys.
+
 Environment: the libpq variables (PGHOST, PGPORT, PGUSER, PGDATABASE);
 KEYMOVE_SECONDS (per mode, default 20), KEYMOVE_WORKERS (default 8),
-KEYMOVE_KEYS (default 3), KEYMOVE_SEED.
+KEYMOVE_KEYS (default 3), KEYMOVE_SEED, KEYMOVE_RETIRE (default 0).
 """
 import os
 import random
@@ -42,6 +50,7 @@ SECONDS = float(os.environ.get("KEYMOVE_SECONDS", "20"))
 WORKERS = int(os.environ.get("KEYMOVE_WORKERS", "8"))
 KEYS = int(os.environ.get("KEYMOVE_KEYS", "3"))
 SEED = int(os.environ.get("KEYMOVE_SEED", str(int(time.time()))))
+RETIRE = os.environ.get("KEYMOVE_RETIRE", "0") == "1"
 EXPECTED_REFUSALS = {"TF001", "23505", "40P01"}
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -106,6 +115,17 @@ def worker(table, ctr, hist, seed, deadline, service, stats, errors):
     conn.close()
 
 
+def churner(table, deadline, retired, errors):
+    """Retires every tombstone of table, again and again, until the deadline."""
+    conn = psycopg.connect("", autocommit=True)
+    while time.time() < deadline:
+        try:
+            retired.append(conn.execute(f"SELECT fencing_retire('{table}'::regclass, '0 s')").fetchone()[0])
+        except psycopg.Error as e:
+            errors.append(f"retire: [{e.sqlstate}] {str(e).splitlines()[0]}")
+    conn.close()
+
+
 def run_mode(admin, strict):
     mode = "strict" if strict else "non-strict"
     table, ctr, hist = (f"keymove_{'strict' if strict else 'loose'}_{x}"
@@ -119,15 +139,20 @@ def run_mode(admin, strict):
         admin.execute(sql)
     if strict:
         admin.execute(f"SELECT fencing_protect('{table}', strict => true)")
+    if RETIRE:
+        admin.execute(f"SELECT fencing_enable_retirement('{table}'::regclass)")
     service = LockService()
     stats = Counter()
     errors = []
+    retired = []
     started = time.time()
     deadline = started + SECONDS
     threads = [threading.Thread(target=worker,
                                 args=(table, ctr, hist, SEED * 1000 + i, deadline, service,
                                       stats, errors))
                for i in range(WORKERS)]
+    if RETIRE:
+        threads.append(threading.Thread(target=churner, args=(table, deadline, retired, errors)))
     for t in threads:
         t.start()
     for t in threads:
@@ -149,11 +174,15 @@ def run_mode(admin, strict):
         f"SELECT count(*) FROM {hist}_ordered WHERE token = prev AND txid <> prev_txid")
     gaps = scalar(f"SELECT count(*) FROM {ctr} c"
                   f" WHERE c.n <> (SELECT count(*) FROM {hist} h WHERE h.k = c.k)")
+    # Under retirement a key's HWM may be the table's floor: at least the key's
+    # largest committed token, at most the largest of all keys.
+    hwm_wrong = ("hwm IS NULL OR hwm < top OR hwm > (SELECT max(token) FROM {hist})"
+                 if RETIRE else "hwm IS DISTINCT FROM top").format(hist=hist)
     hwm_mismatch = scalar(
         f"SELECT string_agg(format('key %s: HWM %s, max committed %s', k, hwm, top), '; ')"
         f" FROM (SELECT k, max(token) AS top,"
         f" fencing_high_water('{table}', jsonb_build_object('id', k))::bigint AS hwm"
-        f" FROM {hist} GROUP BY k) x WHERE hwm IS DISTINCT FROM top")
+        f" FROM {hist} GROUP BY k) x WHERE {hwm_wrong}")
     for row in admin.execute(
             f"SELECT k, n, prev_op, prev, op, token FROM {hist}_ordered WHERE token < prev"
             f" ORDER BY k, n LIMIT 5").fetchall():
@@ -162,6 +191,9 @@ def run_mode(admin, strict):
     print(f"# {mode}: {writes} committed writes ({per_key} key writes) in {elapsed:.1f} s,"
           f" {WORKERS} connections, {KEYS} keys, seed {SEED}; outcomes {dict(stats)}")
     print(f"# {mode}: {decreases} decreases in commit order")
+    if RETIRE:
+        print(f"# {mode}: the churner retired {sum(retired)} tombstones in {len(retired)} calls")
+        report(sum(retired) > 0, f"{mode}: the churner retired tombstones ({sum(retired)})")
     report(not errors, f"{mode}: only expected refusals (TF001, 23505, 40P01)"
            + ("" if not errors else f": {errors[:3]}"))
     report(writes > 0 and stats["TF001"] > 0,

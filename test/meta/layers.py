@@ -5,7 +5,7 @@ Prints "ok N - ..." / "not ok N - ..." lines, each violation on a line of its
 own under its check, and "N passed, N failed".
 
 * src/pg is in layers, low to high: base, types, keys, catalog, hwm, guard,
-  ddl, api, and src/pg/module.cpp on top. A file under src/pg/<folder>/ may
+  ddl, api, worker, and src/pg/module.cpp on top. A file under src/pg/<folder>/ may
   include "pg/<other>/..." only when <other> is its own layer or a lower one
   (one check per file). No file sits directly in src/pg but module.cpp, and
   every "pg/..." or "core/..." include names a file that exists.
@@ -20,7 +20,7 @@ import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "..")
 SRC = os.path.join(ROOT, "src")
-LAYERS = ["base", "types", "keys", "catalog", "hwm", "guard", "ddl", "api"]
+LAYERS = ["base", "types", "keys", "catalog", "hwm", "guard", "ddl", "api", "worker"]
 TOP = "module"  # src/pg/module.cpp, above every folder
 INCLUDE = re.compile(r'^\s*#\s*include\s+"((?:pg|core)/[^"]+)"', re.M)
 n = 0

@@ -43,9 +43,18 @@ each row key's final state is the one its last accepted write left); the
 history holds exactly the committed writes; only expected errors (TF001,
 23505; 40P01 retried).
 
+Retirement churner (STRESS_RETIRE=1): retirement is switched on for the
+namespace 'stress' and the row table, and one more connection calls
+fencing_retire(..., '0 s') on both in a loop while the workers run, so HWMs,
+lease rows and tombstones are retired into floors as soon as they are idle.
+The checks stay, except that a key's final HWM may then be its floor (at least
+its largest accepted token, at most the largest of its kind), and a retired
+lease row may be gone (its last token then at most the namespace's floor).
+
 Environment: libpq variables; STRESS_WRITES (fenced write attempts, default
 10000), STRESS_WORKERS (8), STRESS_SEED, STRESS_PAUSES (1/0),
-STRESS_UNFENCED (1: no fencing on the row table, to see the checker fail).
+STRESS_UNFENCED (1: no fencing on the row table, to see the checker fail),
+STRESS_RETIRE (1: the retirement churner).
 """
 import json
 import multiprocessing as mp
@@ -65,6 +74,7 @@ PAUSES = os.environ.get("STRESS_PAUSES", "1") == "1"
 # STRESS_UNFENCED=1 unprotects the row table: the checker must then report
 # violations (a check of the checker, not part of the suite).
 UNFENCED = os.environ.get("STRESS_UNFENCED", "0") == "1"
+RETIRE = os.environ.get("STRESS_RETIRE", "0") == "1"
 ROW_HOT, ROW_KEYS = 4, 400
 RES_HOT = ["h1", "h2", "h3"]
 RES_COLD = [f"c{i}" for i in range(1, 61)]
@@ -363,6 +373,20 @@ def pauser(procs, stop, stats):
             pass
 
 
+def churner(stop, stats):
+    """Retires the namespace's and the row table's idle state until stopped."""
+    conn = psycopg.connect("", autocommit=True)
+    while not stop.is_set():
+        for sql in ("SELECT fencing_retire('stress', '0 s')",
+                    "SELECT fencing_retire('stress.rows'::regclass, '0 s')"):
+            try:
+                stats["retired"] += conn.execute(sql).fetchone()[0]
+                stats["calls"] += 1
+            except psycopg.Error as e:
+                stats[f"error {e.sqlstate}"] += 1
+    conn.close()
+
+
 def main():
     admin = psycopg.connect("", autocommit=True)
     admin.execute("SET client_min_messages = warning")
@@ -370,6 +394,9 @@ def main():
     start = setup(admin)
     if UNFENCED:
         admin.execute("SELECT fencing_unprotect('stress.rows')")
+    if RETIRE:
+        admin.execute("SELECT fencing_enable_retirement('stress')")
+        admin.execute("SELECT fencing_enable_retirement('stress.rows'::regclass)")
     clock = mp.Value("q", start)
     attempts = mp.Value("q", 0)
     results = mp.Queue()
@@ -384,12 +411,18 @@ def main():
     pt = threading.Thread(target=pauser, args=(ctx_procs, stop, pstats))
     if PAUSES:
         pt.start()
+    rstats = Counter()
+    rt = threading.Thread(target=churner, args=(stop, rstats))
+    if RETIRE:
+        rt.start()
     collected = []
     while len(collected) < WORKERS:
         collected.append(results.get())
     stop.set()
     if PAUSES:
         pt.join()
+    if RETIRE:
+        rt.join()
     for p in ctx_procs:
         try:
             os.kill(p.pid, signal.SIGCONT)
@@ -431,14 +464,19 @@ def main():
                   " WHERE c.n <> (SELECT count(*) FROM stress.hist h"
                   "               WHERE h.kind = c.kind AND h.k = c.k AND h.n > 0)")
     hist_txns = scalar("SELECT count(DISTINCT txid) FROM stress.hist WHERE op <> 'init'")
+    # Under retirement a final HWM may be the floor: at least the key's
+    # largest accepted token, at most the largest accepted of its kind.
+    wrong = ("hwm IS NULL OR hwm < top OR hwm > (SELECT max(token) FROM stress.hist"
+             " WHERE kind = '{kind}')") if RETIRE else "hwm IS DISTINCT FROM top"
     row_hwm = 0 if UNFENCED else scalar(
-        "SELECT count(*) FROM (SELECT k, max(token) AS top FROM stress.hist WHERE kind = 'row'"
-        " GROUP BY k) x WHERE fencing_high_water('stress.rows', jsonb_build_object('id', k::int))"
-        "::bigint IS DISTINCT FROM top")
+        "SELECT count(*) FROM (SELECT k, max(token) AS top,"
+        " fencing_high_water('stress.rows', jsonb_build_object('id', k::int))::bigint AS hwm"
+        " FROM stress.hist WHERE kind = 'row' GROUP BY k) x WHERE " + wrong.format(kind="row"))
     res_hwm = scalar(
-        "SELECT count(*) FROM (SELECT k, max(token) AS top FROM stress.hist WHERE kind = 'res'"
-        " GROUP BY k) x WHERE fencing_resource_high_water(k, 'stress')::bigint IS DISTINCT FROM top")
-    res_untouched = scalar(
+        "SELECT count(*) FROM (SELECT k, max(token) AS top,"
+        " fencing_resource_high_water(k, 'stress')::bigint AS hwm"
+        " FROM stress.hist WHERE kind = 'res' GROUP BY k) x WHERE " + wrong.format(kind="res"))
+    res_untouched = 0 if RETIRE else scalar(
         "SELECT count(*) FROM stress.ctr c WHERE kind = 'res' AND n = 0"
         " AND fencing_resource_high_water(k, 'stress') IS NOT NULL")
     tab_hwm = scalar(
@@ -450,7 +488,9 @@ def main():
     lease_last = scalar(
         "SELECT count(*) FROM (SELECT res, max(token) AS top FROM stress.leases GROUP BY res) x"
         " LEFT JOIN fencing.lease l ON l.namespace = 'stress' AND l.resource = x.res"
-        " WHERE l.token IS DISTINCT FROM x.top")
+        " WHERE l.token IS DISTINCT FROM x.top"
+        + (" AND NOT (l.token IS NULL AND x.top <= (SELECT floor FROM fencing.resource_floor"
+           " WHERE namespace = 'stress'))" if RETIRE else ""))
     leases_logged = scalar("SELECT count(*) FROM stress.leases")
     lost_res = scalar(
         "SELECT count(*) FROM stress.res r WHERE r.v <> (SELECT count(*) FROM stress.hist h"
@@ -462,6 +502,10 @@ def main():
         "SELECT count(*) FROM (SELECT DISTINCT ON (k) k, v FROM stress.hist WHERE kind = 'row'"
         " ORDER BY k, n DESC) last FULL JOIN stress.rows r ON r.id = last.k::int"
         " WHERE last.v IS DISTINCT FROM r.v")
+    if RETIRE:
+        print(f"# retirement churner: {dict(rstats)}")
+        report(rstats["retired"] > 0 and not [k for k in rstats if k.startswith("error")],
+               f"the churner retired {rstats['retired']} entries in {rstats['calls']} calls, no error")
     violations = (sum(decreases.values()) + row_hwm + res_hwm + res_untouched + tab_hwm
                   + dup_leases + lease_last + lost_res + lost_tab + lost_row + gaps)
     print(f"# {attempts.value} fenced write attempts by {WORKERS} processes in {elapsed:.1f} s, seed {SEED}")

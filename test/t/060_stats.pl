@@ -254,26 +254,47 @@ ok(defined $long_key && length($long_key) < 4 * 1024 + 100 && $long_key =~ /\\x0
     'a long key is cut and marked in the LOG line, which still parses');
 
 # When every entry is in use (fencing.stats_max = 100), any role can fill
-# them (a lease per resource name); a table created then is not counted, and
-# the views say so (NULL, a hint) rather than showing 0 stale writes.
-sql(q{SET ROLE tap_attacker;
-      SELECT count(fencing_acquire('fill' || g, 'x', '1 second', namespace => 'tap_fill'))
-        FROM generate_series(1, 120) g;});
+# them (a lease per resource name). Counting does not stop: making a new entry
+# evicts the least recently used ones, and the evictions are counted. A table
+# counted all along keeps its entry; one not counted since the fill began
+# loses its entry, and the views say so (NULL, a hint) rather than 0.
+sql(q{CREATE TABLE hot (id int PRIMARY KEY, fence fencing_token); INSERT INTO hot VALUES (1, 10);
+      CREATE TABLE cold (id int PRIMARY KEY, fence fencing_token); INSERT INTO cold VALUES (1, 10);});
+$node->psql('postgres', q{UPDATE cold SET fence = 5});
+is(sql(q{SELECT writes_rejected || ' ' || evicted FROM fencing_stats, fencing_stats_info
+         WHERE table_name = 'cold'::regclass}), '1 0', 'before the fill: counted, nothing evicted');
+for my $round (1 .. 6)
+{
+	$node->psql('postgres', q{UPDATE hot SET fence = 5});
+	my $from = $round * 20 - 19;
+	sql(qq{SET ROLE tap_attacker;
+	       SELECT count(fencing_acquire('fill' || g, 'x', '1 second', namespace => 'tap_fill'))
+	         FROM generate_series($from, $from + 19) g;});
+}
+my ($entries, $evicted, $untracked) = split /\|/,
+  sql(q{SELECT entries, evicted, untracked_events FROM fencing_stats_info});
+cmp_ok($evicted, '>=', 20, "120 new lease resources in 100 entries: $evicted evicted");
+cmp_ok($entries, '<=', 100, "entries stay within fencing.stats_max ($entries)");
+is($untracked, '0', 'no event went uncounted');
+is(sql(q{SELECT writes_rejected FROM fencing_stats WHERE table_name = 'hot'::regclass}), '6',
+    'the table counted between the fills kept its entry: every rejection counted');
+is( sql(q{SELECT COALESCE(writes_rejected::text, 'NULL') || ' ' || hint
+            FROM fencing_stats WHERE table_name = 'cold'::regclass}),
+    'NULL not counted since an eviction: all fencing.stats_max entries were in use and the least recently used were evicted (see fencing_stats_info.evicted)',
+    'the least recently used table was evicted: NULL counters and a hint, not 0');
 sql(q{CREATE TABLE late (id int PRIMARY KEY, fence fencing_token); INSERT INTO late VALUES (1, 10)});
 $node->psql('postgres', q{UPDATE late SET fence = 5});
-is( sql(q{SELECT COALESCE(writes_rejected::text, 'NULL') || ' ' || hint
-            FROM fencing_stats WHERE table_name = 'late'::regclass}),
-    'NULL not counted: all fencing.stats_max entries are in use (see fencing_stats_info.untracked_events)',
-    'stats_max exhausted: an uncounted table shows NULL counters and a hint, not 0');
-my $rejected_before = sql(q{SELECT writes_rejected FROM fencing_stats WHERE table_name = 'inventory'::regclass});
-$node->psql('postgres', q{BEGIN; SET LOCAL fencing.token = 1; UPDATE inventory SET stock = 0 WHERE item = 'SKU-001'; COMMIT;});
-is(sql(q{SELECT writes_rejected FROM fencing_stats WHERE table_name = 'inventory'::regclass}),
-    $rejected_before + 1, 'tables with entries go on counting');
+$node->psql('postgres', q{UPDATE cold SET fence = 5});
+is(sql(q{SELECT string_agg(writes_rejected::text, ' ' ORDER BY table_name::text) FROM fencing_stats
+         WHERE table_name IN ('late'::regclass, 'cold'::regclass)}), '1 1',
+    'a table created on a full table is counted, and an evicted one counts again');
 is(sql(q{SELECT count(*) FROM fencing_lease_stats WHERE namespace = 'tap_fill' AND acquisitions IS NULL}),
     sql(q{SELECT 120 - count(*) FROM fencing_lease_stats WHERE namespace = 'tap_fill' AND acquisitions = 1}),
     'lease resources without an entry: NULL');
 my ($full_alert) = slurp_file("$root/monitoring/fencing_alerts.sql") =~ /^-- name: counters_full\n(.*?)\n\n/ms;
-like(sql($full_alert // 'SELECT 0'), qr/^100\|100\|[1-9]/, 'the counters_full alert fires');
+like(sql($full_alert // 'SELECT 0'), qr/^\d+\|100\|0\|[1-9]/, 'the counters_full alert fires');
+sql(q{SELECT fencing_stats_reset()});
+is(sql(q{SELECT evicted FROM fencing_stats_info}), '0', 'fencing_stats_reset() zeroes the evictions');
 
 # Restart: the counters start again from zero (the lease itself is kept).
 my $reset_before = sql('SELECT stats_reset FROM fencing_stats_info');

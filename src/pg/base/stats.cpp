@@ -74,6 +74,8 @@ struct StatsEntry {
     // Highest HWM seen (tables, namespaces) or last token issued (leases),
     // plus one; 0 for none.
     pg_atomic_uint64 top_plus_one;
+    // The LRU clock when the entry was last counted in (see Touch).
+    pg_atomic_uint64 last_used;
     slock_t mutex;  // the last rejection
     bool has_rejection;
     TimestampTz rejected_at;
@@ -83,10 +85,17 @@ struct StatsEntry {
     char rejected_key[kKeyCapacity];
 };
 
+// An entry is used only under the lock (shared): eviction, under the lock
+// exclusively, may give its slot to another key.
 struct StatsShared {
-    LWLock *lock;                // shared: lookups and reads; exclusive: inserts and resets
-    pg_atomic_uint64 untracked;  // events not counted because the table was full
-    TimestampTz reset_at;        // under lock
+    LWLock *lock;  // shared: lookups, counting, reads; exclusive: inserts, evictions, resets
+    pg_atomic_uint64 untracked;  // events not counted because no entry could be made
+    pg_atomic_uint64 evicted;    // entries evicted to make room
+    // The LRU clock: advances at each insertion, so an entry's last_used says
+    // how many keys came in since it was last counted in.
+    pg_atomic_uint64 clock;
+    uint64 generation;     // under lock: one more at each eviction (cached entries are stale)
+    TimestampTz reset_at;  // under lock
 };
 
 StatsShared *shared = nullptr;
@@ -117,6 +126,9 @@ void StartSharedMemory() {
     if (!found) {
         shared->lock = &(GetNamedLWLockTranche("fencing_stats"))->lock;
         pg_atomic_init_u64(&shared->untracked, 0);
+        pg_atomic_init_u64(&shared->evicted, 0);
+        pg_atomic_init_u64(&shared->clock, 0);
+        shared->generation = 0;
         shared->reset_at = GetCurrentTimestamp();
     }
     HASHCTL info;
@@ -167,8 +179,67 @@ uint64 NameHash(const char *name_space, const char *resource) {
     return hash;
 }
 
-// The entry for a key, created if missing; nullptr when the table is full
-// (the event is then counted as untracked).
+// Counted in now: one read of the shared clock, and a write only when the
+// clock moved since (so a busy entry's cache line is not written for it on
+// every event).
+void Touch(StatsEntry *e) {
+    uint64 now = pg_atomic_read_u64(&shared->clock);
+    if (pg_atomic_read_u64(&e->last_used) != now)
+        pg_atomic_write_u64(&e->last_used, now);
+}
+
+int CompareLastUsed(const void *a, const void *b) {
+    uint64 x = pg_atomic_read_u64(&(*static_cast<StatsEntry *const *>(a))->last_used);
+    uint64 y = pg_atomic_read_u64(&(*static_cast<StatsEntry *const *>(b))->last_used);
+    return x < y ? -1 : x > y ? 1 : 0;
+}
+
+// Evicts the least recently used entries (5%, at least 10), as
+// pg_stat_statements does, and counts them. The lock is held exclusively.
+void EvictLeastRecentlyUsed() {
+    long n = hash_get_num_entries(entries);
+    StatsEntry **all = static_cast<StatsEntry **>(palloc(sizeof(StatsEntry *) * Max(n, 1L)));
+    HASH_SEQ_STATUS seq;
+    hash_seq_init(&seq, entries);
+    long i = 0;
+    StatsEntry *e;
+    while ((e = static_cast<StatsEntry *>(hash_seq_search(&seq))) != nullptr) all[i++] = e;
+    qsort(all, i, sizeof(StatsEntry *), CompareLastUsed);
+    long victims = Min(i, Max(10L, i / 20));
+    for (long v = 0; v < victims; ++v) hash_search(entries, &all[v]->key, HASH_REMOVE, nullptr);
+    pfree(all);
+    pg_atomic_fetch_add_u64(&shared->evicted, static_cast<uint64>(victims));
+    shared->generation++;
+}
+
+void InitEntry(StatsEntry *entry, const char *name_space, const char *resource) {
+    entry->names_truncated = false;
+    CopyTruncated(entry->name_space, kNamespaceCapacity, name_space, &entry->names_truncated);
+    CopyTruncated(entry->resource, kResourceCapacity, resource, &entry->names_truncated);
+    for (int i = 0; i < kCounters; ++i) pg_atomic_init_u64(&entry->counters[i], 0);
+    pg_atomic_init_u64(&entry->top_plus_one, 0);
+    pg_atomic_init_u64(&entry->last_used, pg_atomic_add_fetch_u64(&shared->clock, 1));
+    SpinLockInit(&entry->mutex);
+    entry->has_rejection = false;
+}
+
+// Creates the entry of a key (the lock is held exclusively), evicting the
+// least recently used entries when the table is full.
+void InsertEntry(const StatsKey &key, const char *name_space, const char *resource) {
+    bool found;
+    auto *entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_ENTER_NULL, &found));
+    if (entry == nullptr) {
+        EvictLeastRecentlyUsed();
+        entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_ENTER_NULL, &found));
+    }
+    if (entry != nullptr && !found)
+        InitEntry(entry, name_space, resource);
+}
+
+// The entry for a key, created if missing, with the lock held shared by the
+// caller (and still held on return; it is released and taken again around an
+// insertion). nullptr only when no entry could be made (the event is then
+// counted as untracked).
 StatsEntry *EntryFor(Kind kind, Oid relid, const char *name_space, const char *resource) {
     StatsKey key;
     memset(&key, 0, sizeof(key));
@@ -176,24 +247,21 @@ StatsEntry *EntryFor(Kind kind, Oid relid, const char *name_space, const char *r
     key.kind = kind;
     key.relid = relid;
     key.name_hash = NameHash(name_space, resource);
-    LWLockAcquire(shared->lock, LW_SHARED);
     auto *entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_FIND, nullptr));
-    LWLockRelease(shared->lock);
-    if (entry != nullptr)
-        return entry;
-    LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-    bool found;
-    entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_ENTER_NULL, &found));
-    if (entry != nullptr && !found) {
-        entry->names_truncated = false;
-        CopyTruncated(entry->name_space, kNamespaceCapacity, name_space, &entry->names_truncated);
-        CopyTruncated(entry->resource, kResourceCapacity, resource, &entry->names_truncated);
-        for (int i = 0; i < kCounters; ++i) pg_atomic_init_u64(&entry->counters[i], 0);
-        pg_atomic_init_u64(&entry->top_plus_one, 0);
-        SpinLockInit(&entry->mutex);
-        entry->has_rejection = false;
+    if (entry == nullptr) {
+        LWLockRelease(shared->lock);
+        LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+        InsertEntry(key, name_space, resource);
+        LWLockRelease(shared->lock);
+        LWLockAcquire(shared->lock, LW_SHARED);
+        // Another backend may have evicted it in between: then this event
+        // goes uncounted (and says so), the next one makes the entry again.
+        entry = static_cast<StatsEntry *>(hash_search(entries, &key, HASH_FIND, nullptr));
     }
-    LWLockRelease(shared->lock);
+    if (entry == nullptr)
+        pg_atomic_fetch_add_u64(&shared->untracked, 1);
+    else
+        Touch(entry);
     return entry;
 }
 
@@ -217,21 +285,42 @@ uint64 PlusOne(Token t) {
 struct WriteSlot {
     Oid trigger_oid = InvalidOid;
     Oid home_relid = InvalidOid;
+    uint64 generation = 0;  // shared->generation when the entries were looked up
     StatsEntry *table = nullptr;
     StatsEntry *name_space = nullptr;
 };
 WriteSlot write_slot;
 
+// With the lock held shared (EntryFor). The cached entries are valid while
+// no eviction happened since they were looked up.
 const WriteSlot &SlotFor(const WriteStatsTarget &t) {
-    if (t.trigger_oid != write_slot.trigger_oid || t.home_relid != write_slot.home_relid) {
-        write_slot.trigger_oid = InvalidOid;
+    if (t.trigger_oid == write_slot.trigger_oid && t.home_relid == write_slot.home_relid &&
+        write_slot.generation == shared->generation) {
+        if (write_slot.table != nullptr)
+            Touch(write_slot.table);
+        if (write_slot.name_space != nullptr)
+            Touch(write_slot.name_space);
+        return write_slot;
+    }
+    write_slot.trigger_oid = InvalidOid;
+    // Looking up the second entry may evict the first: look both up again
+    // then (a few times; after that the event goes untracked).
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        uint64 generation = shared->generation;
         write_slot.table = EntryFor(kTableEntry, t.home_relid, nullptr, nullptr);
         write_slot.name_space = t.name_space != nullptr
                                     ? EntryFor(kNamespaceEntry, InvalidOid, t.name_space, nullptr)
                                     : nullptr;
-        write_slot.home_relid = t.home_relid;
-        write_slot.trigger_oid = t.trigger_oid;
+        if (shared->generation == generation) {
+            write_slot.generation = generation;
+            write_slot.home_relid = t.home_relid;
+            if (write_slot.table != nullptr)
+                write_slot.trigger_oid = t.trigger_oid;
+            return write_slot;
+        }
     }
+    write_slot.table = write_slot.name_space = nullptr;
+    pg_atomic_fetch_add_u64(&shared->untracked, 1);
     return write_slot;
 }
 
@@ -321,6 +410,24 @@ void LogStale(const WriteStatsTarget &t, bool skipped, const char *key, Token of
     EmitLogLine(&line);
 }
 
+void CountLeaseEventIn(StatsEntry *e, LeaseEvent event, int64 hold_us) {
+    switch (event) {
+        case LeaseEvent::kRenewed:
+            Add(e, kRenewals, 1);
+            break;
+        case LeaseEvent::kReleased: {
+            uint64 held = static_cast<uint64>(Max(hold_us, int64{0}));
+            Add(e, kReleases, 1);
+            Add(e, kHoldTotalUs, held);
+            RaiseMax(&e->counters[kHoldMaxUs], held);
+            break;
+        }
+        case LeaseEvent::kExpiryDetected:
+            Add(e, kExpiries, 1);
+            break;
+    }
+}
+
 }  // namespace
 
 void DefineStatsSettings() {
@@ -361,6 +468,7 @@ bool StatsEnabled() {
 void CountWrite(const WriteStatsTarget &target, WriteOutcome outcome, Token token) {
     if (!Counting())
         return;
+    LWLockAcquire(shared->lock, LW_SHARED);
     const WriteSlot &slot = SlotFor(target);
     int counter = outcome == WriteOutcome::kAccepted   ? kAccepted
                   : outcome == WriteOutcome::kUnfenced ? kUnfenced
@@ -369,21 +477,20 @@ void CountWrite(const WriteStatsTarget &target, WriteOutcome outcome, Token toke
         pg_atomic_fetch_add_u64(&slot.table->counters[counter], 1);
         if (outcome == WriteOutcome::kAccepted)
             RaiseMax(&slot.table->top_plus_one, PlusOne(token));
-    } else
-        pg_atomic_fetch_add_u64(&shared->untracked, 1);
+    }
     if (slot.name_space != nullptr) {
         pg_atomic_fetch_add_u64(&slot.name_space->counters[counter], 1);
         if (outcome == WriteOutcome::kAccepted)
             RaiseMax(&slot.name_space->top_plus_one, PlusOne(token));
     }
+    LWLockRelease(shared->lock);
 }
 
 void CountStale(const WriteStatsTarget &target, bool skipped, const char *key, Token offered,
                 Token hwm) {
     if (Counting()) {
+        LWLockAcquire(shared->lock, LW_SHARED);
         const WriteSlot &slot = SlotFor(target);
-        if (slot.table == nullptr)
-            pg_atomic_fetch_add_u64(&shared->untracked, 1);
         TimestampTz now = GetCurrentTimestamp();
         StatsEntry *both[] = {slot.table, slot.name_space};
         for (StatsEntry *e : both) {
@@ -393,6 +500,7 @@ void CountStale(const WriteStatsTarget &target, bool skipped, const char *key, T
             RaiseMax(&e->top_plus_one, PlusOne(hwm));
             RecordRejection(e, target.home_relid, key, offered, hwm, now);
         }
+        LWLockRelease(shared->lock);
     }
     if (log_rejections)
         LogStale(target, skipped, key, offered, hwm);
@@ -402,6 +510,7 @@ void UncountWrite(const WriteStatsTarget &target, WriteOutcome outcome) {
     if (!Counting())
         return;
     int counter = outcome == WriteOutcome::kAccepted ? kAccepted : kUnfenced;
+    LWLockAcquire(shared->lock, LW_SHARED);
     const WriteSlot &slot = SlotFor(target);
     StatsEntry *both[] = {slot.table, slot.name_space};
     for (StatsEntry *e : both) {
@@ -412,15 +521,16 @@ void UncountWrite(const WriteStatsTarget &target, WriteOutcome outcome) {
                !pg_atomic_compare_exchange_u64(&e->counters[counter], &current, current - 1)) {
         }
     }
+    LWLockRelease(shared->lock);
 }
 
 void CountAcquire(const char *name_space, const char *resource, bool acquired, bool contended,
                   int64 waited_us, Token token) {
     if (!Counting())
         return;
+    LWLockAcquire(shared->lock, LW_SHARED);
+    // One entry at a time: looking up the next may evict the previous.
     StatsEntry *e = EntryFor(kLeaseEntry, InvalidOid, name_space, resource);
-    if (e == nullptr)
-        pg_atomic_fetch_add_u64(&shared->untracked, 1);
     if (e != nullptr) {
         if (acquired) {
             Add(e, kAcquisitions, 1);
@@ -439,32 +549,18 @@ void CountAcquire(const char *name_space, const char *resource, bool acquired, b
         if (ns != nullptr)
             RaiseMax(&ns->top_plus_one, PlusOne(token));
     }
+    LWLockRelease(shared->lock);
 }
 
 void CountLeaseEvent(const char *name_space, const char *resource, LeaseEvent event,
                      int64 hold_us) {
     if (!Counting())
         return;
+    LWLockAcquire(shared->lock, LW_SHARED);
     StatsEntry *e = EntryFor(kLeaseEntry, InvalidOid, name_space, resource);
-    if (e == nullptr) {
-        pg_atomic_fetch_add_u64(&shared->untracked, 1);
-        return;
-    }
-    switch (event) {
-        case LeaseEvent::kRenewed:
-            Add(e, kRenewals, 1);
-            break;
-        case LeaseEvent::kReleased: {
-            uint64 held = static_cast<uint64>(Max(hold_us, int64{0}));
-            Add(e, kReleases, 1);
-            Add(e, kHoldTotalUs, held);
-            RaiseMax(&e->counters[kHoldMaxUs], held);
-            break;
-        }
-        case LeaseEvent::kExpiryDetected:
-            Add(e, kExpiries, 1);
-            break;
-    }
+    if (e != nullptr)
+        CountLeaseEventIn(e, event, hold_us);
+    LWLockRelease(shared->lock);
 }
 
 namespace {
@@ -566,6 +662,14 @@ Datum StatsInfo(FunctionCallInfo fcinfo) {
     return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
 }
 
+// fencing.stats_evicted(): how many entries were evicted to make room since
+// the server started or the counters were reset; NULL without preloading.
+Datum StatsEvicted(FunctionCallInfo fcinfo) {
+    if (shared == nullptr)
+        PG_RETURN_NULL();
+    PG_RETURN_INT64(static_cast<int64>(pg_atomic_read_u64(&shared->evicted)));
+}
+
 // fencing_stats_reset(): zeroes every counter of every database (EXECUTE is
 // revoked from PUBLIC).
 Datum StatsReset(FunctionCallInfo) {
@@ -581,6 +685,7 @@ Datum StatsReset(FunctionCallInfo) {
     StatsEntry *e;
     while ((e = static_cast<StatsEntry *>(hash_seq_search(&seq))) != nullptr) ZeroEntry(e);
     pg_atomic_write_u64(&shared->untracked, 0);
+    pg_atomic_write_u64(&shared->evicted, 0);
     shared->reset_at = GetCurrentTimestamp();
     LWLockRelease(shared->lock);
     PG_RETURN_VOID();
@@ -610,6 +715,9 @@ FENCING_FUNCTION(fencing_lease_stats) {
 }
 FENCING_FUNCTION(fencing_stats_info) {
     return fencing::pg::StatsInfo(fcinfo);
+}
+FENCING_FUNCTION(fencing_stats_evicted) {
+    return fencing::pg::StatsEvicted(fcinfo);
 }
 FENCING_FUNCTION(fencing_stats_reset) {
     return fencing::pg::StatsReset(fcinfo);

@@ -11,11 +11,13 @@
 //   * a lease resource (namespace, resource): acquisitions, contention and
 //     waits, renewals, releases and hold times, expiries found late.
 // A fixed-size hash (fencing.stats_max entries): inserts take the LWLock
-// exclusively, increments are atomics on the entry, the last rejection is
-// written under the entry's spinlock. Entries are zeroed by
-// fencing_stats_reset(), never removed, so a backend may keep a pointer to one
-// (the guard caches its table's entry per trigger: a counted write costs a
-// comparison and one atomic add).
+// exclusively, counting holds it shared (increments are atomics on the entry,
+// the last rejection is written under the entry's spinlock). When the hash is
+// full, an insert evicts the least recently used entries (5%, at least 10),
+// as pg_stat_statements does, and counts them (fencing_stats_info.evicted).
+// A backend may cache a pointer to an entry (the guard caches its table's
+// entry per trigger: a counted write costs a comparison, the shared lock and
+// one atomic add) while no eviction happened since its lookup.
 //
 // Counting happens before the ereport that rejects the write.
 #pragma once
