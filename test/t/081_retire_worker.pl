@@ -130,6 +130,31 @@ SELECT fencing_release(g::text, fencing_acquire(g::text, 'w', '1 min', namespace
 SELECT count(*) = 0 FROM fencing.resource_hwm
  WHERE namespace = 'jobs' AND resource::int8 BETWEEN $first AND $first + 4}), $label);
 }
+# The worker runs as a superuser: a function another role creates in the
+# extension's schema, an overload of fencing_retire_due that SQL name
+# resolution would prefer to the extension's, must never run in its place.
+sql(q{
+CREATE ROLE mallory LOGIN;
+GRANT CREATE ON SCHEMA public TO mallory;
+CREATE TABLE public.mallory_calls (at timestamptz DEFAULT now());
+GRANT INSERT ON public.mallory_calls TO mallory;
+SET ROLE mallory;
+CREATE FUNCTION public.fencing_retire_due(max_entries integer) RETURNS bigint
+    LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO public.mallory_calls DEFAULT VALUES;
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE mallory SUPERUSER';
+    END IF;
+    RETURN 0;
+END $$;
+RESET ROLE;
+});
+churn_and_wait(50, 'the worker retires with an overload of fencing_retire_due in its schema');
+is(sql(q{SELECT rolsuper::text || ' ' || (SELECT count(*) FROM public.mallory_calls)
+           FROM pg_roles WHERE rolname = 'mallory'}),
+    'false 0', 'the overload never ran: its owner gained nothing');
+
 $node->restart;
 churn_and_wait(100, 'after a restart the worker retires again');
 

@@ -11,6 +11,8 @@
 // being written is skipped; its locked version must still be idle), deleted,
 // and the floor raised to GREATEST(floor, the highest deleted). Nothing here
 // lowers anything.
+#include "pg/api/retire.hpp"
+
 #include <algorithm>
 
 #include "pg/api/hwm_args.hpp"
@@ -231,6 +233,18 @@ int64 RetireDueOf(bool table, Oid role, int64 max_entries) {
 }
 
 }  // namespace
+
+int64 RetireDue(int64 max_entries) {
+    RequireRetirementObjects();
+    InternalSession session;
+    BeginInternal(&session);
+    int64 total = RetireDueOf(false, session.saved_user, max_entries);
+    if (total < max_entries)
+        total += RetireDueOf(true, session.saved_user, max_entries - total);
+    EndInternal(&session);
+    return total;
+}
+
 }  // namespace fencing::pg
 
 using namespace fencing;
@@ -307,13 +321,6 @@ FENCING_FUNCTION(fencing_retire_table) {
 }
 
 FENCING_FUNCTION(fencing_retire_due) {
-    RequireRetirementObjects();
     int64 max_entries = MaxEntriesArg(fcinfo, 0);
-    InternalSession session;
-    BeginInternal(&session);
-    int64 total = RetireDueOf(false, session.saved_user, max_entries);
-    if (total < max_entries)
-        total += RetireDueOf(true, session.saved_user, max_entries - total);
-    EndInternal(&session);
-    PG_RETURN_INT64(total);
+    PG_RETURN_INT64(RetireDue(max_entries));
 }

@@ -4,13 +4,14 @@
 // A round, every fencing.retire_naptime: read where the extension lives and
 // its version (a database without it, or with a version before retirement,
 // is skipped with one LOG line per change of state), then call
-// <schema>.fencing_retire_due(max_entries => fencing.retire_worker_batch) in a
-// transaction of its own, again while a batch came back full. Each batch is
-// a short transaction, and the worker's lock_timeout keeps it from queueing
-// writers behind it: a batch that would wait fails, is logged, and is tried
-// again next round. An error ends the round, not the worker.
+// fencing_retire_due's implementation (pg/api/retire.hpp: called directly,
+// with max_entries = fencing.retire_worker_batch) in a transaction of its own, again while a batch
+// came back full. Each batch is a short transaction, and the worker's lock_timeout keeps it from
+// queueing writers behind it: a batch that would wait fails, is logged, and is tried again next
+// round. An error ends the round, not the worker.
 #include "pg/worker/retire_worker.hpp"
 
+#include "pg/api/retire.hpp"
 #include "pg/base/boundary.hpp"
 #include "pg/base/pg.hpp"
 
@@ -141,27 +142,20 @@ void EndBatchTransaction() {
     pgstat_report_activity(STATE_IDLE, nullptr);
 }
 
-// The statement of one batch in this database, or nullptr when the database
-// is skipped this round. Allocated in the caller's context.
-char *BatchStatement(MemoryContext out) {
+// Whether this database has the extension at a version with retirement;
+// false (logged once per change) when it is skipped this round.
+bool DatabaseReady() {
     StartBatchTransaction("fencing retire worker: reading the extension");
     const char *query =
-        "SELECT e.extversion, n.nspname FROM pg_catalog.pg_extension e"
-        " JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace"
+        "SELECT e.extversion FROM pg_catalog.pg_extension e"
         " WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'";
     if (SPI_execute(query, true, 1) != SPI_OK_SELECT)
         elog(ERROR, "fencing retire worker: reading pg_extension failed");
     DbState state = DbState::kNoExtension;
-    char *statement = nullptr;
     if (SPI_processed == 1) {
         char *version = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-        char *schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
         state = VersionSupportsRetirement(version) ? DbState::kReady : DbState::kTooOld;
-        if (state == DbState::kReady)
-            statement =
-                MemoryContextStrdup(out, psprintf("SELECT %s.fencing_retire_due(max_entries => %d)",
-                                                  quote_identifier(schema), retire_worker_batch));
-        else if (state != last_state)
+        if (state != DbState::kReady && state != last_state)
             ereport(LOG,
                     (errmsg("fencing retire worker: skipping database \"%s\": extension "
                             "fencing is at version %s, retirement needs %d.%d",
@@ -173,17 +167,16 @@ char *BatchStatement(MemoryContext out) {
                              get_database_name(MyDatabaseId))));
     last_state = state;
     EndBatchTransaction();
-    return statement;
+    return state == DbState::kReady;
 }
 
-// One batch: how many entries it retired.
-int64 RunBatch(const char *statement) {
-    StartBatchTransaction(statement);
-    if (SPI_execute(statement, false, 1) != SPI_OK_SELECT || SPI_processed != 1)
-        elog(ERROR, "fencing retire worker: \"%s\" returned no row", statement);
-    bool isnull;
-    Datum d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-    int64 retired = isnull ? 0 : DatumGetInt64(d);
+// One batch, in a transaction of its own: how many entries it retired. The
+// extension's own code is called directly, not through SQL: the worker runs
+// as a superuser, and a function another role created in the extension's
+// schema (an overload of fencing_retire_due) must never run in its place.
+int64 RunBatch() {
+    StartBatchTransaction("fencing retire worker: retiring a batch");
+    int64 retired = RetireDue(retire_worker_batch);
     EndBatchTransaction();
     return retired;
 }
@@ -202,15 +195,15 @@ void RunRound(MemoryContext round_context) {
     MemoryContext caller = MemoryContextSwitchTo(round_context);
     PG_TRY();
     {
-        const char *statement = BatchStatement(round_context);
+        bool ready = DatabaseReady();
         int64 total = 0, retired = 0;
         int batches = 0;
         do {
             CHECK_FOR_INTERRUPTS();
             ReloadIfAsked();
-            if (statement == nullptr)
+            if (!ready)
                 break;
-            retired = RunBatch(statement);
+            retired = RunBatch();
             total += retired;
             ++batches;
         } while (retired >= retire_worker_batch);
