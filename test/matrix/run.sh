@@ -62,7 +62,20 @@ bash test/cluster.sh stop
 if [ "${FENCING_MATRIX_TAP:-1}" != 0 ]; then
     # The TAP suites, on clusters of their own; their "ok N" lines go through
     # as they are (the suite counts them), their server logs are scanned.
-    TESTDIR=$WORK/build/tap PG_CONFIG="$PG_CONFIG" bash test/t/run.sh 2>&1 | tee tap.log |
+    # Every TAP file but those needing another extension's library that
+    # exists only for Debian's own server packages: 082 needs pg_cron
+    # (postgresql-15-cron), built for Debian's PostgreSQL 15, where the tap
+    # suite runs it; a source-built server has none.
+    tap_files=()
+    for f in test/t/[0-9]*.pl; do
+        if [ "$(basename "$f")" = 082_retire_cron.pl ] &&
+            [ ! -e "$("$PG_CONFIG" --pkglibdir)/pg_cron.so" ]; then
+            echo "# $VERSION: not run here: $(basename "$f") (no pg_cron for this server; the tap suite runs it on Debian's 15)"
+            continue
+        fi
+        tap_files+=("$f")
+    done
+    TESTDIR=$WORK/build/tap PG_CONFIG="$PG_CONFIG" bash test/t/run.sh "${tap_files[@]}" 2>&1 | tee tap.log |
         grep -E '^(not )?ok ' | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&$VERSION TAP: /"
     tap_rc=${PIPESTATUS[0]}
     check "$tap_rc" "$VERSION: the TAP suites exit cleanly"
