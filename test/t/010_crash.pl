@@ -77,15 +77,20 @@ $waker->quit;
 # Release and renew commit without waiting for a WAL flush when they are all
 # their transaction wrote; a transaction that also wrote anything else, and
 # every acquire, still flushes (synchronous_commit = on here). Counted in
-# pg_stat_wal.wal_sync (fsync is on), each loop in its own session, whose
-# exit flushes its statistics.
+# WAL fsyncs (fsync is on): pg_stat_wal.wal_sync, which PostgreSQL 18 moved to
+# pg_stat_io (object 'wal'); each loop in its own session, whose exit flushes
+# its statistics.
 $node->safe_psql($db, 'CREATE TABLE cheap_other (n int)');
 my $tc = query($node, $db, q{SELECT fencing_acquire('lease-cheap', 'a', '1 hour')});
+my $wal_syncs_sql =
+  query($node, $db, q{SELECT current_setting('server_version_num')::int >= 180000}) eq 't'
+  ? q{SELECT COALESCE(sum(fsyncs), 0)::bigint FROM pg_stat_io WHERE object = 'wal'}
+  : q{SELECT wal_sync FROM pg_stat_wal};
 my $syncs_of = sub {
 	my ($sql) = @_;
-	my $before = query($node, $db, 'SELECT wal_sync FROM pg_stat_wal');
+	my $before = query($node, $db, $wal_syncs_sql);
 	$node->safe_psql($db, join("\n", ($sql) x 200));
-	return query($node, $db, 'SELECT wal_sync FROM pg_stat_wal') - $before;
+	return query($node, $db, $wal_syncs_sql) - $before;
 };
 my $renews = $syncs_of->(qq{SELECT fencing_renew('lease-cheap', $tc, '1 hour');});
 my $cycles_syncs = $syncs_of->(q{SELECT fencing_release('lease-cycle', fencing_acquire('lease-cycle', 'a', '1 hour'));});
