@@ -21,12 +21,15 @@
 #          deleted: with retirement their tombstones were retired into the
 #          table's floor, so every INSERT is judged by the floor; without it,
 #          the INSERT finds no tombstone of its own (the others stay).
+#   reinsert INSERT into a row-scope table of a key that was deleted at token 1
+#          and keeps its own tombstone (no retirement): the row-scope key with
+#          an entry of its own, to set beside insert.
 # Every write is admitted (a check query counts them).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROWS=${ROWS:-1000}
 REPEAT=${REPEAT:-2}
-VARIANTS=${VARIANTS:-own floor fresh insert}
+VARIANTS=${VARIANTS:-own floor fresh insert reinsert}
 N1=$ROWS
 N2=$((2 * ROWS))
 export FENCING_PGPORT=${FENCING_PGPORT:-54393}
@@ -63,6 +66,9 @@ INSERT INTO res_new SELECT g, 0, NULL FROM generate_series(1, :rows) g;
 CREATE TABLE ev (id int PRIMARY KEY, val int, tok fencing_token);
 INSERT INTO ev SELECT -g, 0, 1 FROM generate_series(1, :rows) g;
 BEGIN; SET LOCAL fencing.token = 1; DELETE FROM ev; COMMIT;
+CREATE TABLE ev_own (id int PRIMARY KEY, val int, tok fencing_token);
+INSERT INTO ev_own SELECT g, 0, 1 FROM generate_series(1, :rows) g;
+BEGIN; SET LOCAL fencing.token = 1; DELETE FROM ev_own; COMMIT;
 -- With retirement: every entry of the namespace and every tombstone of the
 -- table retired into their floors.
 DO $$
@@ -93,6 +99,9 @@ CHECK[fresh]="SELECT 'CHECK ' || sum(val) FROM res_new"
 PREP[insert]='PREPARE p(int, fencing_token) AS INSERT INTO ev VALUES ($1, 1, $2)'
 EXEC[insert]="EXECUTE p({I}, '5')"
 CHECK[insert]="SELECT 'CHECK ' || sum(val) FROM ev"
+PREP[reinsert]='PREPARE p(int, fencing_token) AS INSERT INTO ev_own VALUES ($1, 1, $2)'
+EXEC[reinsert]="EXECUTE p({I}, '5')"
+CHECK[reinsert]="SELECT 'CHECK ' || sum(val) FROM ev_own"
 
 run_one() {  # variant n repeat -> Ir
     local v=$1 n=$2 dir=$WORK/$1-$2-$3
