@@ -279,12 +279,6 @@ InternalStatement lease_current = {"SELECT token, " LEASE_LIVE
                                    {TEXTOID, TEXTOID},
                                    nullptr};
 
-// A lease statement (its plan made and run without sequential scans, as
-// every kept statement's: pg/base/internal_access.hpp).
-uint64 RunLeaseStatement(InternalStatement *stmt, const Datum *values, const char *nulls) {
-    return RunInternalStatement(stmt, values, nulls);
-}
-
 // kAcquired: a new token. kReacquired: the holder's own live token, its lease
 // extended. kTaken: another holder's live lease, until expires_at. kBusy:
 // another transaction holds the row locked. kRetry: a concurrent first
@@ -329,7 +323,7 @@ Attempt InsertFirstLease(Datum *values, const char *name_space, const char *reso
     MemoryContext context = CurrentMemoryContext;
     bool inserted = false;
     PG_TRY();
-    { inserted = RunLeaseStatement(&lease_first, values, nullptr) > 0; }
+    { inserted = RunInternalStatement(&lease_first, values, nullptr) > 0; }
     PG_CATCH();
     {
         LockTimeout = saved;
@@ -353,7 +347,7 @@ Attempt InsertFirstLease(Datum *values, const char *name_space, const char *reso
 // none (true: this transaction now holds it, *last = 0).
 bool ClassifyUnclaimed(Datum *values, const char *name_space, const char *resource, int64 wait_us,
                        AttemptResult *why) {
-    if (RunLeaseStatement(&lease_peek, values, nullptr) > 0) {
+    if (RunInternalStatement(&lease_peek, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
@@ -383,7 +377,7 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
                       CStringGetTextDatum(holder), PointerGetDatum(ttl)};
     InternalSession session;
     BeginInternal(&session);
-    bool claimed = RunLeaseStatement(&lease_claim, values, nullptr) > 0;
+    bool claimed = RunInternalStatement(&lease_claim, values, nullptr) > 0;
     *last = 0;
     *mine = false;
     if (claimed) {
@@ -399,17 +393,13 @@ bool ClaimLeaseRow(const char *name_space, const char *resource, const char *hol
     return claimed;
 }
 
-// CheckAndRaiseResource, strict: the new token must be above the HWM.
-HwmVerdict RaiseResourceByKey(const char *name_space, const char *resource, Token token) {
-    return CheckAndRaiseResource(name_space, resource, token, true);
-}
-
 // Fence: raise the resource's HWM to a token above both the last one issued
 // and the HWM (a token from elsewhere may have been written). Returns it.
 Token RaiseAboveHwm(const char *name_space, const char *resource, Token last) {
     Token token = NextToken(last, name_space, resource);
     for (int i = 0;; ++i) {
-        HwmVerdict verdict = RaiseResourceByKey(name_space, resource, token);
+        // Strict: the new token must be above the HWM.
+        HwmVerdict verdict = CheckAndRaiseResource(name_space, resource, token, true);
         if (verdict.admitted)
             return token;
         if (i >= 16)
@@ -432,11 +422,11 @@ void WriteLease(const char *name_space, const char *resource, const char *holder
     Datum res = CStringGetTextDatum(resource);
     if (extend_only) {
         Datum values[] = {ns, res, PointerGetDatum(ttl)};
-        RunLeaseStatement(&lease_extend, values, nullptr);
+        RunInternalStatement(&lease_extend, values, nullptr);
     } else {
         Datum values[] = {ns, res, CStringGetTextDatum(holder), Int64GetDatum(token),
                           PointerGetDatum(ttl)};
-        RunLeaseStatement(&lease_grant, values, nullptr);
+        RunInternalStatement(&lease_grant, values, nullptr);
     }
     EndInternal(&session);
 }
@@ -487,7 +477,7 @@ bool TryReacquire(const char *name_space, const char *resource, const char *hold
                       CStringGetTextDatum(holder)};
     InternalSession session;
     BeginInternal(&session);
-    bool mine = RunLeaseStatement(&lease_mine, values, nullptr) > 0;
+    bool mine = RunInternalStatement(&lease_mine, values, nullptr) > 0;
     if (mine) {
         bool isnull;
         *token =
@@ -718,7 +708,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
                           renew ? "renew leases in it" : "release leases in it");
     Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource),
                       Int64GetDatum(token), PointerGetDatum(ttl)};
-    uint64 changed = RunLeaseStatement(renew ? &lease_renew : &lease_release, values, nullptr);
+    uint64 changed = RunInternalStatement(renew ? &lease_renew : &lease_release, values, nullptr);
     int64 held_us = 0;
     if (changed > 0 && !renew) {
         bool isnull;
@@ -731,7 +721,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     // A refused renew or release from a holder that lost its lease without
     // knowing: only looked up when counting.
     bool lost =
-        changed == 0 && StatsEnabled() && RunLeaseStatement(&lease_lost, values, nullptr) > 0;
+        changed == 0 && StatsEnabled() && RunInternalStatement(&lease_lost, values, nullptr) > 0;
     EndInternal(&session);
     if (changed > 0) {
         WakeWaitersAtCommit(name_space, resource);
@@ -895,7 +885,7 @@ bool TokenIsCurrent(const char *name_space, const char *resource, Token token) {
     // be that ended lease's, so only a token above the floor is current.
     if (at_floor && hwm > 0 && token <= hwm)
         current = false;
-    if (current && RunLeaseStatement(&lease_current, values, nullptr) > 0) {
+    if (current && RunInternalStatement(&lease_current, values, nullptr) > 0) {
         bool isnull;
         HeapTuple tup = SPI_tuptable->vals[0];
         TupleDesc desc = SPI_tuptable->tupdesc;
