@@ -44,6 +44,11 @@ export class LeaseLostError extends Error {
   reason: string | null;
 }
 
+/** A statement inside withToken() failed, its error was caught, and the COMMIT rolled back. */
+export class TransactionAbortedError extends Error {
+  code: 'TRANSACTION_ABORTED';
+}
+
 /** acquire() did not get the lease within its wait. */
 export class LeaseNotAcquiredError extends Error {
   code: 'LEASE_NOT_ACQUIRED';

@@ -75,6 +75,19 @@ class LeaseNotAcquiredError extends Error {
   }
 }
 
+/**
+ * A statement inside withToken() failed and fn went on without rethrowing (a
+ * caught StaleTokenError, say): the server had aborted the transaction and
+ * answered its COMMIT with ROLLBACK, so nothing of fn's writes was committed.
+ */
+class TransactionAbortedError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'TransactionAbortedError';
+    this.code = 'TRANSACTION_ABORTED';
+  }
+}
+
 // TF001's DETAIL, from its end (a key's text may itself hold ": "):
 //   "<Key (id)=(5)>: offered token T is below the high-water mark H."
 //   "<...>: offered token T is not above the high-water mark H (strict: ...)."
@@ -576,7 +589,12 @@ async function withToken(client, tokenOrLease, fn, opts = {}) {
     if (r.rows[0].t !== token) throw new Error(`pg-fencing: fencing.token did not take ${token}`);
     const result = await fn(client);
     if (lease) lease.throwIfLost();
-    await client.query('COMMIT');
+    // An aborted transaction's COMMIT succeeds with the tag ROLLBACK.
+    const commit = await client.query('COMMIT');
+    if (commit.command === 'ROLLBACK') {
+      throw new TransactionAbortedError('pg-fencing: a statement inside withToken() failed and its error was caught: '
+        + 'the transaction was aborted and rolled back, nothing of it committed');
+    }
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
@@ -722,6 +740,7 @@ module.exports = {
   TokenRequiredError,
   LeaseLostError,
   LeaseNotAcquiredError,
+  TransactionAbortedError,
   Lease,
   acquire: Lease.acquire,
   tryAcquire: Lease.tryAcquire,

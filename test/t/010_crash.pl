@@ -74,12 +74,14 @@ is(query($node, $db, q{SELECT extract(epoch FROM clock_timestamp() - now()) < 1.
 	't', 'a waiter is woken by the release (within 0.5 s of it), not by its 20 s wait');
 $waker->quit;
 
-# Release and renew commit without waiting for a WAL flush when they are all
-# their transaction wrote; a transaction that also wrote anything else, and
-# every acquire, still flushes (synchronous_commit = on here). Counted in
-# WAL fsyncs (fsync is on): pg_stat_wal.wal_sync, which PostgreSQL 18 moved to
+# Releases commit without waiting for a WAL flush when they are all their
+# transaction wrote; a transaction that also wrote anything else, every
+# renewal (clients time their lost signal by it: 083_renew_durable.pl) and
+# every acquire still flush (synchronous_commit = on here). Counted in WAL
+# fsyncs (fsync is on): pg_stat_wal.wal_sync, which PostgreSQL 18 moved to
 # pg_stat_io (object 'wal'); each loop in its own session, whose exit flushes
-# its statistics.
+# its statistics. The leases released are acquired beforehand, 200 in one
+# transaction per loop.
 $node->safe_psql($db, 'CREATE TABLE cheap_other (n int)');
 my $tc = query($node, $db, q{SELECT fencing_acquire('lease-cheap', 'a', '1 hour')});
 my $wal_syncs_sql =
@@ -89,19 +91,31 @@ my $wal_syncs_sql =
 my $syncs_of = sub {
 	my ($sql) = @_;
 	my $before = query($node, $db, $wal_syncs_sql);
-	$node->safe_psql($db, join("\n", ($sql) x 200));
+	$node->safe_psql($db, join("\n", map { my $s = $sql; $s =~ s/\bN\b/$_/g; $s } 1 .. 200));
 	return query($node, $db, $wal_syncs_sql) - $before;
 };
+my $acquire_200 = sub {
+	my ($prefix) = @_;
+	$node->safe_psql($db,
+		"SELECT count(fencing_acquire('$prefix' || i, 'a', '1 hour')) FROM generate_series(1, 200) i");
+};
+$acquire_200->('rel-');
+my $releases = $syncs_of->(q{SELECT fencing_release('rel-N', 1);});
 my $renews = $syncs_of->(qq{SELECT fencing_renew('lease-cheap', $tc, '1 hour');});
 my $cycles_syncs = $syncs_of->(q{SELECT fencing_release('lease-cycle', fencing_acquire('lease-cycle', 'a', '1 hour'));});
-my $mixed_before = $syncs_of->(qq{BEGIN; INSERT INTO cheap_other VALUES (1); SELECT fencing_renew('lease-cheap', $tc, '1 hour'); COMMIT;});
-my $mixed_after = $syncs_of->(qq{BEGIN; SELECT fencing_renew('lease-cheap', $tc, '1 hour'); INSERT INTO cheap_other VALUES (1); COMMIT;});
-note "WAL syncs per 200 transactions: renew only $renews, acquire+release $cycles_syncs, "
-  . "insert then renew $mixed_before, renew then insert $mixed_after";
-ok($renews < 50, "200 renews alone commit without a WAL flush each ($renews syncs)");
+$acquire_200->('before-');
+my $mixed_before = $syncs_of->(q{BEGIN; INSERT INTO cheap_other VALUES (1); SELECT fencing_release('before-N', 1); COMMIT;});
+$acquire_200->('after-');
+my $mixed_after = $syncs_of->(q{BEGIN; SELECT fencing_release('after-N', 1); INSERT INTO cheap_other VALUES (1); COMMIT;});
+note "WAL syncs per 200 transactions: release only $releases, renew only $renews, "
+  . "acquire+release $cycles_syncs, insert then release $mixed_before, release then insert $mixed_after";
+is(query($node, $db, q{SELECT count(*) FROM fencing.lease WHERE resource ~ '^(rel|before|after)-' AND released_at IS NOT NULL}),
+	'600', 'the 600 releases measured all released a lease');
+ok($releases < 50, "200 releases alone commit without a WAL flush each ($releases syncs)");
+ok($renews >= 200, "200 renews each flush ($renews syncs)");
 ok($cycles_syncs >= 200, "200 acquires each flush ($cycles_syncs syncs)");
-ok($mixed_before >= 200, "a renew after another write keeps the flush ($mixed_before syncs)");
-ok($mixed_after >= 200, "a write after a renew keeps the flush ($mixed_after syncs)");
+ok($mixed_before >= 200, "a release after another write keeps the flush ($mixed_before syncs)");
+ok($mixed_after >= 200, "a write after a release keeps the flush ($mixed_after syncs)");
 
 # --- 2. the crash loop ----------------------------------------------------------
 # The clients and checks are FencingTest's workload: a writer per scope and

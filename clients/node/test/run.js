@@ -230,6 +230,18 @@ async function testCarriage(app) {
   await app.query(`SELECT fencing_protect('${t}', require_token => true, strict => true)`);
   const e5 = await caught(() => fencing.withToken(app, 20n, (c) => c.query(`UPDATE ${t} SET v = 'again' WHERE id = 1`)));
   ok(e5 instanceof StaleTokenError && e5.strict === true && e5.offered === 20n && e5.hwm === 20n, 'strict mode\'s DETAIL ("is not above ... (strict ...)") parses too', e5 && { name: e5.name, strict: e5.strict, detail: e5.detail });
+
+  // A stale write caught inside fn: the server aborted the transaction and
+  // answers COMMIT with ROLLBACK (no error), so withToken must not succeed.
+  await app.query(`INSERT INTO ${t} VALUES (2, 'b', 30)`);
+  const e6 = await caught(() => fencing.withToken(app, 25n, async (c) => {
+    await c.query(`UPDATE ${t} SET v = 'lost' WHERE id = 1`);
+    await c.query(`UPDATE ${t} SET v = 'stale' WHERE id = 2`).catch(() => {});
+    return 'done';
+  }));
+  const r6 = await app.query(`SELECT v, fence FROM ${t} WHERE id = 1`);
+  ok(e6 instanceof fencing.TransactionAbortedError && r6.rows[0].v !== 'lost' && r6.rows[0].fence === 20n,
+    'a StaleTokenError caught inside withToken: TransactionAbortedError, not a success; nothing committed', e6 ? { name: e6.name, row: r6.rows[0] } : 'no error');
 }
 
 async function testFencedCalls(app) {

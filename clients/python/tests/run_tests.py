@@ -347,6 +347,29 @@ def sync_carriage():
     conn.close()
 
 
+def sync_swallowed():
+    """A statement that fails inside transaction() while the block goes on
+    (its error caught) aborts the transaction; the server answers the COMMIT
+    with ROLLBACK and no error, so the helper must not report success."""
+    table = "cp_swallow_psycopg"
+    setup_table(table)
+    for autocommit in (True, False):
+        conn = fp.connect("", autocommit=autocommit)
+        try:
+            with fp.transaction(conn, 5):
+                conn.execute(f"UPDATE {table} SET v = 'lost' WHERE id = 2")
+                try:
+                    conn.execute("SELECT 1/0")
+                except psycopg.Error:
+                    pass
+            report(False, f"psycopg (autocommit={autocommit}): a caught error inside transaction() "
+                   "is not reported as a commit", row(table, 2))
+        except pgfencing.TransactionAbortedError:
+            report(row(table, 2) == ("b", 1), f"psycopg (autocommit={autocommit}): a caught error "
+                   "inside transaction() raises TransactionAbortedError, nothing committed", row(table, 2))
+        conn.close()
+
+
 def sync_fenced():
     table, resource = "cp_fdml_psycopg", f"cp-fdml-psycopg-{RUN}"
     setup_table(table)
@@ -547,6 +570,26 @@ async def async_carriage(f):
     await f.close(conn)
 
 
+async def async_swallowed(f):
+    table = f"cp_swallow_{f.name.replace('-', '_')}"
+    setup_table(table)
+    conn = await f.connect()
+    try:
+        async with f.transaction(conn, 5):
+            await f.execute(conn, f"UPDATE {table} SET v = 'lost' WHERE id = 2")
+            try:
+                await f.execute(conn, "SELECT 1/0")
+            except f.driver_error:
+                pass
+        report(False, f"{f.name}: a caught error inside transaction() is not reported as a commit",
+               row(table, 2))
+    except pgfencing.TransactionAbortedError:
+        report(row(table, 2) == ("b", 1) and await f.fetchval(conn, "SELECT 1") == 1,
+               f"{f.name}: a caught error inside transaction() raises TransactionAbortedError, nothing "
+               f"committed, the connection usable", row(table, 2))
+    await f.close(conn)
+
+
 async def async_fenced(f):
     table, resource = f"cp_fdml_{f.name.replace('-', '_')}", f"cp-fdml-{f.name}-{RUN}"
     setup_table(table)
@@ -637,7 +680,7 @@ async def async_leases_1_5(f, required):
 
 async def async_suite(f, required):
     for test in (async_acquire, async_heartbeat, async_reconnect, async_blocked_renewals, async_carriage,
-                 async_fenced,
+                 async_swallowed, async_fenced,
                  async_max_and_binary):
         try:
             await test(f)
@@ -754,6 +797,7 @@ def main():
         == ("Key (k)=(: offered token 1 is below the high-water mark 2.)", 3, 4, True),
         "DETAIL parser: the fixed tail at the end wins over a key that imitates it")
     for test in (sync_acquire, sync_heartbeat, sync_reconnect, sync_blocked_renewals, sync_carriage,
+                 sync_swallowed,
                  sync_fenced,
                  sync_max_and_binary):
         try:

@@ -83,6 +83,17 @@ void NoteLeaseChange(bool had_xid, XLogRecPtr before) {
     lease_commit_end = XactLastRecEnd;
 }
 
+// A renewal or a re-acquire extended a lease. Clients count a lease's safe
+// time from the send time of the last renewal they saw succeed and signal it
+// lost before the expiry that renewal wrote; a renewal lost in a crash or a
+// failover would bring back an earlier expiry, and another holder could take
+// the lease while the client still counts it live. So the commit is durable,
+// as an acquire's, and nothing in the transaction lowers it.
+void NoteLeaseExtended() {
+    lease_commit = LeaseCommit::kDurable;
+    NoteDurableChange();
+}
+
 void LowerCommitIfOnlyLeases() {
     if (lease_commit != LeaseCommit::kCheap || XactLastRecEnd != lease_commit_end ||
         synchronous_commit == SYNCHRONOUS_COMMIT_OFF)
@@ -458,6 +469,7 @@ AttemptResult TryAcquire(const char *name_space, const char *resource, const cha
         // The holder's own live lease: the same token, no raise, no new
         // issue to make durable (as a renew).
         WriteLease(name_space, resource, holder, last, ttl, true);
+        NoteLeaseExtended();
         return {Attempt::kReacquired, last, 0, InvalidTransactionId};
     }
     Token token = RaiseAboveHwm(name_space, resource, last);
@@ -486,8 +498,10 @@ bool TryReacquire(const char *name_space, const char *resource, const char *hold
     EndInternal(&session);
     if (mine && LiveTokenFenced(name_space, resource, *token))
         return false;  // fenced: the ordinary path issues a new token
-    if (mine)
+    if (mine) {
         WriteLease(name_space, resource, holder, *token, ttl, true);
+        NoteLeaseExtended();
+    }
     return mine;
 }
 
@@ -716,7 +730,9 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
             SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
         held_us = GetCurrentTimestamp() - acquired_at;
     }
-    if (changed > 0)
+    if (changed > 0 && renew)
+        NoteLeaseExtended();
+    else if (changed > 0)
         NoteLeaseChange(had_xid, before);
     // A refused renew or release from a holder that lost its lease without
     // knowing: only looked up when counting.

@@ -34,10 +34,12 @@
 // back and the caller waits in the refusing resource's queue, holding no row
 // lock, so overlapping sets in any order cannot deadlock.
 //
-// A transaction whose only writes are successful renews and releases commits
-// without waiting for its WAL flush (synchronous_commit off for that commit):
-// noted per call with XactLastRecEnd, refused when the transaction had an xid
-// before the call or wrote WAL after it, and never for PREPARE.
+// A transaction whose only writes are successful releases commits without
+// waiting for its WAL flush (synchronous_commit off for that commit): noted
+// per call with XactLastRecEnd, refused when the transaction had an xid
+// before the call or wrote WAL after it, and never for PREPARE. A renewal and
+// a re-acquire that extends the live lease commit durably, as an acquire:
+// clients count their safe time from the renewals they saw succeed.
 #pragma once
 
 #include "pg/base/pg.hpp"
@@ -45,7 +47,7 @@
 namespace fencing::pg {
 
 // The transaction callback that wakes a resource's waiters once a release or
-// renew of it commits, and lowers the commit of a renew/release-only
+// renew of it commits, and lowers the commit of a release-only
 // transaction; registered once, from _PG_init.
 void RegisterLeaseCallbacks();
 

@@ -106,4 +106,8 @@ void NoteHwmRaised() {
         raised_level = level;
 }
 
+void NoteDurableChange() {
+    NoteHwmRaised();
+}
+
 }  // namespace fencing::pg

@@ -22,4 +22,9 @@ void RegisterDurabilityCallbacks();
 // really rises, so that same-token writes keep the session's commit mode.
 void NoteHwmRaised();
 
+// The current (sub)transaction made a change that raised no HWM but must
+// survive a crash or a failover once acknowledged (a lease's extension, which
+// clients time their lost signal by): the same durable commit as a raise.
+void NoteDurableChange();
+
 }  // namespace fencing::pg

@@ -7,12 +7,12 @@ Driver modules (import the one you use; each imports its driver):
 The typed errors below are the base classes of both drivers' errors.
 """
 from .errors import (ExtensionTooOldError, FencingError, LeaseLostError, LeaseNotAcquiredError,
-                     StaleTokenError, TokenRequiredError, parse_stale_detail, translate,
-                     typed_errors)
+                     StaleTokenError, TokenRequiredError, TransactionAbortedError,
+                     parse_stale_detail, translate, typed_errors)
 
 __version__ = "1.5.0"
 MAX_TOKEN = 9223372036854775807
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
-           "LeaseNotAcquiredError", "ExtensionTooOldError", "parse_stale_detail", "translate",
-           "typed_errors", "MAX_TOKEN", "__version__"]
+           "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
+           "parse_stale_detail", "translate", "typed_errors", "MAX_TOKEN", "__version__"]

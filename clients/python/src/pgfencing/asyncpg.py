@@ -81,10 +81,17 @@ def create_pool(dsn=None, *, init=None, **kwargs):
 async def transaction(conn, token):
     """BEGIN; SET LOCAL fencing.token = token; <block>; COMMIT (asyncpg's
     transaction(): a savepoint inside an open one; the token still ends with
-    the outer transaction). Yields conn."""
+    the outer transaction). Yields conn. A statement of the block that failed
+    while the block went on anyway: TransactionAbortedError (the server would
+    turn the COMMIT into a ROLLBACK without an error; asyncpg does not expose
+    the transaction status, so one empty statement finds out)."""
     async with conn.transaction():
         await conn.execute(SET_TOKEN, token_text(token))
         yield conn
+        try:
+            await conn.execute("SELECT")
+        except asyncpg.exceptions.InFailedSQLTransactionError as e:
+            raise errors.TransactionAbortedError(errors.ABORTED_MESSAGE) from e
 
 
 _HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()

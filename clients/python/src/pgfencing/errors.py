@@ -9,8 +9,8 @@ of them: no wrapping, no "fatal" class, on any connection of the process.
 import re
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
-           "LeaseNotAcquiredError", "ExtensionTooOldError", "parse_stale_detail", "translate",
-           "typed_errors"]
+           "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
+           "parse_stale_detail", "translate", "typed_errors"]
 
 STALE_TOKEN = "TF001"
 TOKEN_REQUIRED = "TF002"
@@ -104,6 +104,17 @@ class ExtensionTooOldError(FencingError):
     fencing UPDATE in the database."""
 
     hint = "ALTER EXTENSION fencing UPDATE"
+
+
+class TransactionAbortedError(FencingError):
+    """A statement in a transaction() block failed and the block went on
+    without re-raising (a caught StaleTokenError, say): the server aborted the
+    transaction, so its COMMIT would roll back every write of the block. The
+    block is rolled back and this is raised instead of reporting success."""
+
+
+ABORTED_MESSAGE = ("a statement in the transaction failed and its error was caught inside the "
+                   "block: the transaction is aborted and was rolled back, nothing of it committed")
 
 
 def too_old(function, cause):

@@ -157,10 +157,18 @@ def transaction(conn, token):
     """BEGIN; SET LOCAL fencing.token = token; <the block>; COMMIT. On an
     autocommit connection too (psycopg's transaction() opens the block; inside
     an open transaction it is a savepoint, and the token still ends with the
-    transaction). Yields conn."""
+    transaction). Yields conn. A statement of the block that failed while
+    the block went on anyway: TransactionAbortedError (the server would turn
+    the COMMIT into a ROLLBACK without an error)."""
     with conn.transaction():
         conn.execute(_p(SET_TOKEN), (token_text(token),))
         yield conn
+        _refuse_aborted(conn)
+
+
+def _refuse_aborted(conn):
+    if conn.info.transaction_status == psycopg.pq.TransactionStatus.INERROR:
+        raise errors.TransactionAbortedError(errors.ABORTED_MESSAGE)
 
 
 @asynccontextmanager
@@ -169,6 +177,7 @@ async def async_transaction(conn, token):
     async with conn.transaction():
         await conn.execute(_p(SET_TOKEN), (token_text(token),))
         yield conn
+        _refuse_aborted(conn)
 
 
 def _p(sql):

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.postgresql.PGResultSetMetaData;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
@@ -63,6 +65,9 @@ public final class Fencing {
      * transaction and the token cannot outlive it. With autoCommit already off, the work joins
      * the caller's open transaction, which the caller commits (the token lasts until then).
      * Any error rolls the transaction back (when this call owns it) and is rethrown translated.
+     * A statement of the work that failed while the work went on (its SQLException caught) has
+     * aborted the transaction, whose commit pgjdbc would report as a success while the server
+     * rolls it back: SQLState 25P02 instead, rolled back.
      */
     public static <T> T withToken(Connection c, long token, SqlWork<T> work) throws SQLException {
         boolean owns = c.getAutoCommit();
@@ -74,8 +79,10 @@ public final class Fencing {
                 ps.execute();
             }
             T result = work.run(c);
-            if (owns)
+            if (owns) {
+                refuseAborted(c);
                 c.commit();
+            }
             return result;
         } catch (SQLException e) {
             if (owns)
@@ -89,6 +96,13 @@ public final class Fencing {
             if (owns && !c.isClosed())
                 c.setAutoCommit(true);
         }
+    }
+
+    private static void refuseAborted(Connection c) throws SQLException {
+        if (c.isWrapperFor(BaseConnection.class)
+                && c.unwrap(BaseConnection.class).getTransactionState() == TransactionState.FAILED)
+            throw new SQLException("a statement in the transaction failed and its error was caught: the "
+                    + "transaction is aborted and was rolled back, nothing of it committed", "25P02");
     }
 
     private static void rollbackQuietly(Connection c, Exception cause) {

@@ -414,6 +414,22 @@ public final class TestMain {
             is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "5 5000",
                     "autocommit: the failing callback's write was rolled back");
             ok(c.getAutoCommit(), "autocommit: restored after a failing callback");
+            // A failed statement whose SQLException the callback caught aborted the transaction;
+            // pgjdbc reports the server's ROLLBACK answer to COMMIT as a success.
+            Throwable swallowed = thrown(() -> Fencing.withToken(c, 6000, w -> {
+                exec(w, "UPDATE items SET v = 7 WHERE id = 4");
+                try {
+                    exec(w, "SELECT 1/0");
+                } catch (SQLException e) {
+                    // the callback goes on
+                }
+                return null;
+            }));
+            is(swallowed instanceof SQLException ? ((SQLException) swallowed).getSQLState() : String.valueOf(swallowed),
+                    "25P02", "autocommit: a caught failure inside the callback is 25P02, not a commit");
+            is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "5 5000",
+                    "autocommit: nothing of the aborted callback was committed");
+            ok(c.getAutoCommit(), "autocommit: restored after an aborted callback");
             // With autocommit off, withToken joins the caller's transaction and leaves the commit to it.
             c.setAutoCommit(false);
             write(c, 7000, "UPDATE items SET v = 8 WHERE id = 4");
