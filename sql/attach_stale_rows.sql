@@ -63,8 +63,20 @@ BEGIN; SET LOCAL fencing.token = 20; DELETE FROM h WHERE id = 5; COMMIT;
 DROP TABLE h1;
 CREATE TABLE x (id int PRIMARY KEY, v text, fence fencing_token);
 INSERT INTO x VALUES (5, 'brought along', 15);
+ALTER TABLE h ATTACH PARTITION x FOR VALUES FROM (0) TO (100);
 SELECT attach('h', 'x') IN ('attached', '55000') AS attach_ran;
 SELECT stale_update('h', 5, 16) = 'accepted' AS stale_accepted;
 
-DROP TABLE IF EXISTS g, g_old, h, x;
+-- 3. Rows at or above the home's state still attach: a key without a
+-- tombstone in a home without a floor, and a row above the floor.
+CREATE TABLE x2 (id int PRIMARY KEY, v text, fence fencing_token);
+INSERT INTO x2 VALUES (7, 'new key', 1);
+DROP TABLE IF EXISTS x;
+SELECT attach('h', 'x2') AS plain_attach;
+CREATE TABLE y2 (id int PRIMARY KEY, v text, fence fencing_token);
+INSERT INTO y2 VALUES (8, 'above the floor', 30);
+DROP TABLE IF EXISTS g_old;
+SELECT attach('g', 'y2') AS floor_attach;
+
+DROP TABLE IF EXISTS g, g_old, h, x, x2, y2;
 DROP FUNCTION stale_update(regclass, int, bigint), attach(regclass, regclass);

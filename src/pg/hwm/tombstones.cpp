@@ -250,4 +250,36 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     return written;
 }
 
+bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, Token *offered,
+                       Token *hwm, bool *floor) {
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return false;
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing tombstones");
+    InternalSession access;
+    BeginInternal(&access);
+    bool below = false;
+    while (!below && NextLatestRow(&rows)) {
+        bool isnull;
+        Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
+        if (isnull)
+            continue;
+        MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
+        bool should_free;
+        HeapTuple row = ExecFetchSlotHeapTuple(rows.slot, false, &should_free);
+        Datum key;
+        if (RowKeyOf(rel, row, &key) && LookupTombstone(home_relid, key, hwm, floor) &&
+            DatumGetInt64(token) < *hwm) {
+            *offered = DatumGetInt64(token);
+            below = true;
+        }
+        MemoryContextSwitchTo(caller);
+    }
+    EndInternal(&access);
+    EndLatestRowScan(&rows);
+    return below;
+}
+
 }  // namespace fencing::pg
