@@ -3,6 +3,7 @@
 #include "pg/ddl/checks.hpp"
 
 #include "pg/hwm/store.hpp"
+#include "pg/hwm/tombstones.hpp"
 
 #include "core/policy.hpp"
 #include "pg/base/boundary.hpp"
@@ -362,6 +363,46 @@ void CarryState(Oid home, const char *attached, List *sources) {
     ereport(NOTICE, (errmsg("fencing state of %s carried over to %s", attached, RelName(home))));
 }
 
+// Rows an ATTACH brings into a row-scope home are judged there by their own
+// tokens from then on, so each is judged first as an INSERT of its key into
+// the home would be: against the home's tombstone of the key, or without one
+// its floor (before the partition's state is carried over). A row below it
+// would admit every writer in between: the ATTACH is refused.
+void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    bool row_scope = ReadProtectedRow(home, &row) && row.scope == Scope::kRow;
+    EndInternal(&access);
+    if (!row_scope)
+        return;
+    ListCell *lc;
+    foreach (lc, leaves) {
+        Oid leaf = lfirst_oid(lc);
+        AttrNumber att = get_attnum(leaf, row.token_column);
+        if (get_rel_relkind(leaf) != RELKIND_RELATION || att == InvalidAttrNumber)
+            continue;
+        Relation rel = table_open(leaf, NoLock);  // locked by OnAttach
+        Token offered, hwm;
+        bool floor;
+        bool below = RowBelowTombstone(rel, home, att, &offered, &hwm, &floor);
+        table_close(rel, NoLock);
+        if (below)
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("cannot attach %s to fenced table %s: a row carries a stale token",
+                        attached, RelName(home)),
+                 errdetail("A row of %s carries token " INT64_FORMAT ", below the "
+                           "high-water mark " INT64_FORMAT " its key has under %s (%s); "
+                           "attached, it would admit writers with tokens in between.",
+                           RelName(leaf), offered, hwm, RelName(home),
+                           floor ? "the floor: the key has no tombstone there" : "its tombstone"),
+                 errhint("Write the row with a current token, or delete it, before "
+                         "attaching.")));
+    }
+}
+
 // ATTACH PARTITION into a fenced partitioned table: the state the partition
 // kept as its own home (tombstones, a table HWM) is carried into its new
 // home's, or the ATTACH refused, so no stale writer gets past it there.
@@ -376,7 +417,9 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // them): the state read below must be the sources' last, with no writer
     // of theirs still in flight and none to come.
     LockRelationOid(part, AccessExclusiveLock);
-    CarryState(home, RelName(part), find_all_inheritors(part, AccessExclusiveLock, nullptr));
+    List *leaves = find_all_inheritors(part, AccessExclusiveLock, nullptr);
+    RefuseStaleAttachedRows(home, RelName(part), leaves);
+    CarryState(home, RelName(part), leaves);
 }
 
 // A partition detached from a fenced table goes on being fenced on its

@@ -217,19 +217,25 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
     EndInternal(&access);
 }
 
-int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
+namespace {
+
+// Calls visit(key, token) for every row of rel (a leaf) that carries a token
+// and has a key, read with the latest snapshot, in one internal session (one
+// per row costs more than the work on it), while visit returns true. False
+// when rel has no primary key. The caller holds a lock on rel that keeps
+// every writer out.
+template <typename Visit>
+bool ForEachTokenedRow(Relation rel, AttrNumber token_attnum, Visit visit) {
     RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
-        return 0;
+        return false;
     LatestRowScan rows;
     BeginLatestRowScan(&rows, rel, "fencing tombstones");
-    // One internal session for all rows: opening one per row (LeaveTombstone)
-    // costs more than the raise itself.
     InternalSession access;
     BeginInternal(&access);
-    int64 written = 0;
-    while (NextLatestRow(&rows)) {
+    bool more = true;
+    while (more && NextLatestRow(&rows)) {
         bool isnull;
         Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
         if (isnull)
@@ -238,16 +244,38 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
         bool should_free;
         HeapTuple row = ExecFetchSlotHeapTuple(rows.slot, false, &should_free);
         Datum key;
-        if (RowKeyOf(rel, row, &key)) {
-            RequireTombstoneKeyFits(rel, home_relid, key, true);
-            RaiseTombstone(home_relid, key, DatumGetInt64(token));
-            ++written;
-        }
+        if (RowKeyOf(rel, row, &key))
+            more = visit(key, static_cast<Token>(DatumGetInt64(token)));
         MemoryContextSwitchTo(caller);
     }
     EndInternal(&access);
     EndLatestRowScan(&rows);
+    return true;
+}
+
+}  // namespace
+
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
+    int64 written = 0;
+    ForEachTokenedRow(rel, token_attnum, [&](Datum key, Token token) {
+        RequireTombstoneKeyFits(rel, home_relid, key, true);
+        RaiseTombstone(home_relid, key, token);
+        ++written;
+        return true;
+    });
     return written;
+}
+
+bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, Token *offered,
+                       Token *hwm, bool *floor) {
+    bool below = false;
+    ForEachTokenedRow(rel, token_attnum, [&](Datum key, Token token) {
+        below = LookupTombstone(home_relid, key, hwm, floor) && token < *hwm;
+        if (below)
+            *offered = token;
+        return !below;
+    });
+    return below;
 }
 
 }  // namespace fencing::pg
