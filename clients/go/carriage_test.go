@@ -140,6 +140,16 @@ func TestFencedResult(t *testing.T) {
 	if err != nil || res.Stale != 1 || res.Err() == nil {
 		t.Fatalf("stale delete: %+v, %v", res, err)
 	}
+	if stale.Strict {
+		t.Errorf("a mark above the token is not a strict refusal: %+v", stale)
+	}
+	if _, err := c.Exec(ctx(t), "SELECT fencing_protect('go_result', strict => true)"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = fencing.FencedUpdateResult(ctx(t), c, "go_result", 90, key, map[string]int{"qty": 2})
+	if err != nil || res.Stale != 1 || !errors.As(res.Err(), &stale) || !stale.Strict || stale.HWM != 90 {
+		t.Fatalf("strict, equal token: %+v, %v, %+v", res, err, stale)
+	}
 	res, err = fencing.FencedUpsertResult(ctx(t), c, "go_result", fencing.MaxToken, map[string]interface{}{"id": 1, "qty": 3})
 	if err != nil || res.Written != 1 || res.Stale != 0 {
 		t.Fatalf("upsert at the max token: %+v, %v", res, err)

@@ -163,7 +163,9 @@ func (r FencedResult) Err() error {
 	if r.Stale == 0 || r.HWM == nil {
 		return nil
 	}
-	return &StaleTokenError{TableName: r.table, Key: r.key, Offered: r.token, HWM: *r.HWM, Parsed: true,
+	// A mark equal to the token refused a row only in strict mode.
+	return &StaleTokenError{TableName: r.table, Key: r.key, Offered: r.token, HWM: *r.HWM,
+		Strict: *r.HWM == r.token, Parsed: true,
 		PgErr: &pgconn.PgError{Code: SQLStateStaleToken,
 			Message: fmt.Sprintf("stale fencing token for table %s", r.table)}}
 }

@@ -165,10 +165,13 @@ public final class Fencing {
                 }
                 long stale = rs.getLong(2);
                 long hwm = rs.getLong(3);
-                if (written == 0 && stale > 0)
-                    throw new StaleTokenException(function + "() wrote 0 rows: offered token " + token
-                            + " is below the high-water mark " + hwm, rs.getString(4), rs.getString(5),
-                            keyJson != null ? "Key " + keyJson : "Row " + json[0], token, hwm, false, null);
+                // Any stale row, also beside rows written (a key that is not the whole primary
+                // key), as the other libraries do. A mark equal to the token refused it: strict.
+                if (stale > 0)
+                    throw new StaleTokenException(function + "() wrote " + written + " rows, refused " + stale
+                            + " as stale: offered token " + token + (hwm == token ? " is not above" : " is below")
+                            + " the high-water mark " + hwm, rs.getString(4), rs.getString(5),
+                            keyJson != null ? "Key " + keyJson : "Row " + json[0], token, hwm, hwm == token, null);
                 return written;
             }
         } catch (SQLException e) {

@@ -462,6 +462,22 @@ public final class TestMain {
             is(Fencing.fencedUpsert(admin, "items", 2000, "{\"id\": 21, \"v\": 0}"), 0L,
                     "fenced_upsert: a stale token on an existing row writes 0 rows (no fenced_upsert_result here)");
         }
+        if (serverHas(admin, "fenced_update_result")) {
+            // A key that matches several rows, one of them stale: the stale one is reported even
+            // though others were written; a strict table's equal mark is reported as strict.
+            exec(admin, "CREATE TABLE mixed_t (g int, id int, v int, fence fencing_token, PRIMARY KEY (g, id))");
+            write(admin, 10, "INSERT INTO mixed_t VALUES (1, 1, 0), (1, 2, 0)");
+            write(admin, 50, "UPDATE mixed_t SET v = 0 WHERE id = 2");
+            Throwable mixed = thrown(() -> Fencing.fencedUpdate(admin, "mixed_t", 20, "{\"g\": 1}", "{\"v\": 1}"));
+            ok(mixed instanceof StaleTokenException && ((StaleTokenException) mixed).getHighWaterMark() == 50L,
+                    "fenced_update: one stale row beside a written one is StaleTokenException (HWM 50): " + mixed);
+            exec(admin, "SELECT fencing_protect('mixed_t', strict => true)");
+            Throwable strict = thrown(() -> Fencing.fencedUpdate(admin, "mixed_t", 50, "{\"g\": 1, \"id\": 2}", "{\"v\": 2}"));
+            ok(strict instanceof StaleTokenException && ((StaleTokenException) strict).isStrict()
+                    && ((StaleTokenException) strict).getHighWaterMark() == 50L,
+                    "fenced_update: a strict table's equal mark is StaleTokenException with isStrict(): " + strict);
+            exec(admin, "DROP TABLE mixed_t");
+        }
         Throwable d = thrown(() -> Fencing.fencedDelete(admin, "items", 2000, "{\"id\": 21}"));
         ok(d instanceof StaleTokenException, "fenced_delete: a stale token is StaleTokenException: " + d);
         is(Fencing.fencedDelete(admin, "items", 2002, "{\"id\": 21}"), 1L, "fenced_delete: 1 row with a current token");
