@@ -420,6 +420,12 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // of theirs still in flight and none to come.
     LockRelationOid(part, AccessExclusiveLock);
     List *leaves = find_all_inheritors(part, AccessExclusiveLock, nullptr);
+    // The parent's default partition too (ATTACH locks it as well, to move
+    // rows of the new range out of it): a DELETE there of a key the attached
+    // table holds would leave a tombstone after the rows were judged.
+    Oid default_part = get_default_partition_oid(parent);
+    if (OidIsValid(default_part))
+        LockRelationOid(default_part, AccessExclusiveLock);
     RefuseStaleAttachedRows(home, RelName(part), leaves);
     CarryState(home, RelName(part), leaves);
 }
