@@ -209,6 +209,13 @@ bool MayRetire(Oid role, bool table, Datum key) {
     return superuser_arg(role) || OwnsObject(RelationRelationId, relid, role);
 }
 
+// The table of a policy, for a message; by OID when it was dropped meanwhile
+// (retirement takes no lock on the table).
+char *PolicyTableName(Oid relid) {
+    return get_rel_name(relid) != nullptr ? psprintf("table %s", RelName(relid))
+                                          : psprintf("table with OID %u", relid);
+}
+
 // One automatic policy in a subtransaction of its own. The policies of many
 // owners run in one call (the worker's round, the pg_cron job), so one that
 // fails must not stop the others: its owner holding its floor row locked
@@ -243,7 +250,7 @@ int64 RetireOnePolicy(bool table, Datum key, Datum idle, int64 limit) {
             WARNING,
             (errcode(error->sqlerrcode),
              errmsg("fencing_retire_due: the retirement policy of %s was skipped: %s",
-                    table ? psprintf("table %s", RelName(DatumGetObjectId(key)))
+                    table ? PolicyTableName(DatumGetObjectId(key))
                           : psprintf("namespace %s", quote_literal_cstr(TextDatumGetCString(key))),
                     error->message)));
         retired = 0;
