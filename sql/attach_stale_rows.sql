@@ -67,6 +67,16 @@ ALTER TABLE h ATTACH PARTITION x FOR VALUES FROM (0) TO (100);
 SELECT attach('h', 'x') IN ('attached', '55000') AS attach_ran;
 SELECT stale_update('h', 5, 16) = 'accepted' AS stale_accepted;
 
+-- 2b. A row without a token (written while the guards were off) under the
+-- same tombstone: its next writer's token would be its first.
+CREATE TABLE xn (id int PRIMARY KEY, v text, fence fencing_token);
+SET session_replication_role = replica;
+INSERT INTO xn VALUES (5, 'no token', NULL);
+RESET session_replication_role;
+SELECT attach('h', 'xn') AS attach_result;
+SELECT stale_update('h', 5, 6) = 'accepted' AS stale_accepted;
+DROP TABLE xn;
+
 -- 3. Rows at or above the home's state still attach: a key without a
 -- tombstone in a home without a floor, and a row above the floor.
 CREATE TABLE x2 (id int PRIMARY KEY, v text, fence fencing_token);

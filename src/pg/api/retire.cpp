@@ -28,6 +28,7 @@
 #include "pg/hwm/store_shape.hpp"
 
 extern "C" {
+#include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -35,6 +36,8 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 }
 
@@ -99,14 +102,18 @@ Oid RetirableTable(FunctionCallInfo fcinfo) {
     return relid;
 }
 
-// The floor row's enabled flag; false in *exists when there is none.
-bool FloorEnabled(bool table, Datum key, bool *exists) {
+// The floor row's enabled flag, the row locked until the transaction ends;
+// false in *exists when there is none. nowait: 55P03 at once when another
+// transaction holds it.
+bool FloorEnabled(bool table, Datum key, bool *exists, bool nowait) {
     Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}};
     Datum values[] = {key};
-    RunInternalSql(table ? "SELECT enabled FROM fencing.tombstone_floor"
-                           " WHERE relid OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE"
-                         : "SELECT enabled FROM fencing.resource_floor"
-                           " WHERE namespace OPERATOR(pg_catalog.=) $1 FOR NO KEY UPDATE",
+    RunInternalSql(psprintf("%s FOR NO KEY UPDATE%s",
+                            table ? "SELECT enabled FROM fencing.tombstone_floor"
+                                    " WHERE relid OPERATOR(pg_catalog.=) $1"
+                                  : "SELECT enabled FROM fencing.resource_floor"
+                                    " WHERE namespace OPERATOR(pg_catalog.=) $1",
+                            nowait ? " NOWAIT" : ""),
                    1, types, values, nullptr, false);
     *exists = SPI_processed > 0;
     if (!*exists)
@@ -115,9 +122,9 @@ bool FloorEnabled(bool table, Datum key, bool *exists) {
     return DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
-void RequireEnabled(bool table, Datum key, const char *what) {
+void RequireEnabled(bool table, Datum key, const char *what, bool nowait) {
     bool exists;
-    if (FloorEnabled(table, key, &exists))
+    if (FloorEnabled(table, key, &exists, nowait))
         return;
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("retirement is not enabled for %s", what),
@@ -129,11 +136,11 @@ void RequireEnabled(bool table, Datum key, const char *what) {
 // On a logical subscriber retirement would delete rows that the publisher's
 // later raises update (apply skips an UPDATE of a missing row): refused, as
 // a reset is.
-int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries) {
+int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries, bool nowait = false) {
     RefuseResetOnSubscriber("resource_hwm", "retire resource high-water marks");
     RefuseResetOnSubscriber("lease", "retire leases");
     RequireEnabled(false, CStringGetTextDatum(name_space),
-                   psprintf("namespace %s", quote_literal_cstr(name_space)));
+                   psprintf("namespace %s", quote_literal_cstr(name_space)), nowait);
     int64 total = 0;
     char *cursor = pstrdup("");
     bool done = false;
@@ -145,9 +152,9 @@ int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries) {
     return total;
 }
 
-int64 RetireTable(Oid relid, Datum idle, int64 max_entries) {
+int64 RetireTable(Oid relid, Datum idle, int64 max_entries, bool nowait = false) {
     RefuseResetOnSubscriber("row_tombstone", "retire tombstones");
-    RequireEnabled(true, ObjectIdGetDatum(relid), psprintf("table %s", RelName(relid)));
+    RequireEnabled(true, ObjectIdGetDatum(relid), psprintf("table %s", RelName(relid)), nowait);
     int64 total = 0;
     while (total < max_entries) {
         CHECK_FOR_INTERRUPTS();
@@ -202,6 +209,56 @@ bool MayRetire(Oid role, bool table, Datum key) {
     return superuser_arg(role) || OwnsObject(RelationRelationId, relid, role);
 }
 
+// The table of a policy, for a message; by OID when it was dropped meanwhile
+// (retirement takes no lock on the table).
+char *PolicyTableName(Oid relid) {
+    return get_rel_name(relid) != nullptr ? psprintf("table %s", RelName(relid))
+                                          : psprintf("table with OID %u", relid);
+}
+
+// One automatic policy in a subtransaction of its own. The policies of many
+// owners run in one call (the worker's round, the pg_cron job), so one that
+// fails must not stop the others: its owner holding its floor row locked
+// (not waited for: skipped this round), an idle whose cutoff is out of range.
+// Its work is rolled back, a WARNING names it, and the call goes on; a
+// cancel still ends the call.
+int64 RetireOnePolicy(bool table, Datum key, Datum idle, int64 limit) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    volatile int64 retired = 0;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    PG_TRY();
+    {
+        retired = table ? RetireTable(DatumGetObjectId(key), idle, limit, true)
+                        : RetireNamespace(TextDatumGetCString(key), idle, limit, true);
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
+            PG_RE_THROW();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        ereport(
+            WARNING,
+            (errcode(error->sqlerrcode),
+             errmsg("fencing_retire_due: the retirement policy of %s was skipped: %s",
+                    table ? PolicyTableName(DatumGetObjectId(key))
+                          : psprintf("namespace %s", quote_literal_cstr(TextDatumGetCString(key))),
+                    error->message)));
+        retired = 0;
+    }
+    PG_END_TRY();
+    return retired;
+}
+
 // Every enabled automatic policy of one kind the caller may run.
 int64 RetireDueOf(bool table, Oid role, int64 max_entries) {
     RunInternalSql(table ? "SELECT relid::pg_catalog.oid, idle FROM fencing.tombstone_floor"
@@ -225,9 +282,7 @@ int64 RetireDueOf(bool table, Oid role, int64 max_entries) {
     for (int i = 0; i < n && total < max_entries; ++i) {
         if (!MayRetire(role, table, keys[i]))
             continue;
-        total += table
-                     ? RetireTable(DatumGetObjectId(keys[i]), idles[i], max_entries - total)
-                     : RetireNamespace(TextDatumGetCString(keys[i]), idles[i], max_entries - total);
+        total += RetireOnePolicy(table, keys[i], idles[i], max_entries - total);
     }
     return total;
 }

@@ -384,8 +384,8 @@ void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
             continue;
         Relation rel = table_open(leaf, NoLock);  // locked by OnAttach
         Token offered, hwm;
-        bool floor;
-        bool below = RowBelowTombstone(rel, home, att, &offered, &hwm, &floor);
+        bool floor, has_token;
+        bool below = RowBelowTombstone(rel, home, att, &has_token, &offered, &hwm, &floor);
         table_close(rel, NoLock);
         if (below)
             ereport(
@@ -393,10 +393,12 @@ void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("cannot attach %s to fenced table %s: a row carries a stale token",
                         attached, RelName(home)),
-                 errdetail("A row of %s carries token " INT64_FORMAT ", below the "
-                           "high-water mark " INT64_FORMAT " its key has under %s (%s); "
-                           "attached, it would admit writers with tokens in between.",
-                           RelName(leaf), offered, hwm, RelName(home),
+                 errdetail("A row of %s carries %s, below the high-water mark " INT64_FORMAT
+                           " its key has under %s (%s); attached, it would admit writers with "
+                           "tokens in between.",
+                           RelName(leaf),
+                           has_token ? psprintf("token " INT64_FORMAT, offered) : "no token", hwm,
+                           RelName(home),
                            floor ? "the floor: the key has no tombstone there" : "its tombstone"),
                  errhint("Write the row with a current token, or delete it, before "
                          "attaching.")));
@@ -418,6 +420,12 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // of theirs still in flight and none to come.
     LockRelationOid(part, AccessExclusiveLock);
     List *leaves = find_all_inheritors(part, AccessExclusiveLock, nullptr);
+    // The parent's default partition too (ATTACH locks it as well, to move
+    // rows of the new range out of it): a DELETE there of a key the attached
+    // table holds would leave a tombstone after the rows were judged.
+    Oid default_part = get_default_partition_oid(parent);
+    if (OidIsValid(default_part))
+        LockRelationOid(default_part, AccessExclusiveLock);
     RefuseStaleAttachedRows(home, RelName(part), leaves);
     CarryState(home, RelName(part), leaves);
 }

@@ -219,13 +219,13 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) 
 
 namespace {
 
-// Calls visit(key, token) for every row of rel (a leaf) that carries a token
-// and has a key, read with the latest snapshot, in one internal session (one
-// per row costs more than the work on it), while visit returns true. False
-// when rel has no primary key. The caller holds a lock on rel that keeps
-// every writer out.
+// Calls visit(key, token, has_token) for every row of rel (a leaf) that has
+// a key (with_null: also those whose token is NULL), read with the latest
+// snapshot, in one internal session (one per row costs more than the work on
+// it), while visit returns true. False when rel has no primary key. The
+// caller holds a lock on rel that keeps every writer out.
 template <typename Visit>
-bool ForEachTokenedRow(Relation rel, AttrNumber token_attnum, Visit visit) {
+bool ForEachKeyedRow(Relation rel, AttrNumber token_attnum, bool with_null, Visit visit) {
     RequireCanonicalRowKeyCached(rel);
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
@@ -238,14 +238,15 @@ bool ForEachTokenedRow(Relation rel, AttrNumber token_attnum, Visit visit) {
     while (more && NextLatestRow(&rows)) {
         bool isnull;
         Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
-        if (isnull)
+        if (isnull && !with_null)
             continue;
         MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
         bool should_free;
         HeapTuple row = ExecFetchSlotHeapTuple(rows.slot, false, &should_free);
         Datum key;
         if (RowKeyOf(rel, row, &key))
-            more = visit(key, static_cast<Token>(DatumGetInt64(token)));
+            more =
+                visit(key, isnull ? Token{0} : static_cast<Token>(DatumGetInt64(token)), !isnull);
         MemoryContextSwitchTo(caller);
     }
     EndInternal(&access);
@@ -257,7 +258,7 @@ bool ForEachTokenedRow(Relation rel, AttrNumber token_attnum, Visit visit) {
 
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     int64 written = 0;
-    ForEachTokenedRow(rel, token_attnum, [&](Datum key, Token token) {
+    ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
         RequireTombstoneKeyFits(rel, home_relid, key, true);
         RaiseTombstone(home_relid, key, token);
         ++written;
@@ -266,13 +267,17 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     return written;
 }
 
-bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, Token *offered,
-                       Token *hwm, bool *floor) {
+bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
+                       Token *offered, Token *hwm, bool *floor) {
     bool below = false;
-    ForEachTokenedRow(rel, token_attnum, [&](Datum key, Token token) {
-        below = LookupTombstone(home_relid, key, hwm, floor) && token < *hwm;
-        if (below)
+    // A row without a token is below any HWM: its next writer's token would
+    // be its first, whatever the key's tombstone or floor says.
+    ForEachKeyedRow(rel, token_attnum, true, [&](Datum key, Token token, bool tokened) {
+        below = LookupTombstone(home_relid, key, hwm, floor) && (!tokened || token < *hwm);
+        if (below) {
             *offered = token;
+            *has_token = tokened;
+        }
         return !below;
     });
     return below;

@@ -57,13 +57,13 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 // Returns how many tombstones were written or raised.
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
 
-// Whether a row of rel (a table about to be attached under home_relid) that
-// carries a token has one below what home_relid records for its key: its
-// tombstone, or the floor the key is judged against without one. The first
-// such row's token and that HWM in *offered and *hwm (*floor: the floor's).
-// Read with the latest snapshot; the caller holds a lock on rel that keeps
-// every writer out.
-bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, Token *offered,
-                       Token *hwm, bool *floor);
+// Whether a row of rel (a table about to be attached under home_relid) is
+// below what home_relid records for its key: its tombstone, or the floor the
+// key is judged against without one; a row whose token is NULL is below any.
+// The first such row's token (*has_token false when NULL) and that HWM in
+// *offered and *hwm (*floor: the floor's). Read with the latest snapshot; the
+// caller holds a lock on rel that keeps every writer out.
+bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
+                       Token *offered, Token *hwm, bool *floor);
 
 }  // namespace fencing::pg
