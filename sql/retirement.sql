@@ -259,7 +259,21 @@ ROLLBACK TO SAVEPOINT t;
 SELECT fencing_high_water('ret.items', '{"id": 20}') AS tombstone;
 ROLLBACK;
 
+-- Enabling retirement claims an unclaimed namespace for the caller, so the
+-- first role to use the namespace afterwards does not own the policy.
+SELECT fencing_enable_retirement('ret-claimed', idle => '1 h');
+SELECT owner::text = current_user AS claimed_by_enabler FROM fencing.resource_namespace
+ WHERE name = 'ret-claimed';
+SET ROLE regress_ret_bob;
+SELECT fencing_acquire('r', 'bob', '1 min', namespace => 'ret-claimed');
+SELECT fencing_disable_retirement('ret-claimed');
+SELECT fencing_enable_retirement('ret-bobs', idle => '1 h');
+RESET ROLE;
+SELECT owner FROM fencing.resource_namespace WHERE name = 'ret-bobs';
+
 DROP TABLE ret.jobs, ret.strict_jobs, ret.items;
+DELETE FROM fencing.resource_floor WHERE namespace IN ('ret-claimed', 'ret-bobs');
+DELETE FROM fencing.resource_namespace WHERE name IN ('ret-claimed', 'ret-bobs');
 DELETE FROM fencing.resource_floor WHERE namespace IN ('ret-jobs', 'ret-strict');
 SELECT fencing_resource_reset(resource, namespace) FROM fencing.resource_hwm
  WHERE namespace IN ('ret-jobs', 'ret-strict') ORDER BY resource;

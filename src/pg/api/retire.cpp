@@ -311,7 +311,10 @@ FENCING_FUNCTION(fencing_enable_retirement_namespace) {
     Datum idle = IdleArg(fcinfo, 1, true, &idle_null);
     InternalSession session;
     BeginInternal(&session);
-    char *name_space = OwnedNamespace(fcinfo, session, "enable retirement");
+    // An unclaimed namespace is claimed for the caller, as a first acquire
+    // claims it: else the first role to use it later would own the policy.
+    char *name_space = NamespaceArg(fcinfo, 0);
+    RequireNamespaceWriter(name_space, session.saved_user, "enable retirement");
     SetPolicy(false, CStringGetTextDatum(name_space), true, idle, idle_null);
     EndInternal(&session);
     PG_RETURN_VOID();
