@@ -11,6 +11,7 @@
 // then write with the token (it raised the HWM: pg/hwm/raise_registry.hpp).
 #include "pg/base/boundary.hpp"
 #include "pg/api/hwm_args.hpp"
+#include "pg/hwm/lock.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/resource_key.hpp"
@@ -27,6 +28,7 @@ extern "C" {
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 }
@@ -89,6 +91,11 @@ bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Toke
 }
 
 bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token) {
+    // An ATTACH PARTITION judging the rows it brings is waited for; once it
+    // has committed, its partition (maybe holding the key) is seen: the lock
+    // wait accepts the invalidations it sent, as a table lock's would.
+    LockAttachShared(relid);
+    AcceptInvalidationMessages();
     bool advanced = false;
     if (AdvanceLiveRow(relid, row, k, token, &advanced))
         return advanced;

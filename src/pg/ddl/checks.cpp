@@ -2,6 +2,7 @@
 // fencing state carried over (see pg/ddl/checks.hpp).
 #include "pg/ddl/checks.hpp"
 
+#include "pg/hwm/lock.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/tombstones.hpp"
 
@@ -376,6 +377,10 @@ void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
     EndInternal(&access);
     if (!row_scope)
         return;
+    // No fencing_advance of the home's keys between this judgement and the
+    // commit: one in flight is waited for (its tombstone is then judged by),
+    // one to come waits and then finds the attached row (pg/hwm/lock.hpp).
+    LockAttachExclusive(home);
     ListCell *lc;
     foreach (lc, leaves) {
         Oid leaf = lfirst_oid(lc);

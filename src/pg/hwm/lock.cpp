@@ -29,6 +29,24 @@ void TableHwmLockTag(LOCKTAG *tag, Oid relid) {
     SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, relid, 0, kTableHwmLockField4);
 }
 
+namespace {
+
+void LockAttach(Oid home_relid, LOCKMODE mode) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, home_relid, 0, kAttachLockField4);
+    (void)LockAcquire(&tag, mode, false, false);
+}
+
+}  // namespace
+
+void LockAttachShared(Oid home_relid) {
+    LockAttach(home_relid, ShareLock);
+}
+
+void LockAttachExclusive(Oid home_relid) {
+    LockAttach(home_relid, ExclusiveLock);
+}
+
 bool MayTakeHwmShareLock() {
     if (counted_lxid != CurrentLocalTransactionId())
         return true;

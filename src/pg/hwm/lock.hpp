@@ -13,7 +13,8 @@
 //
 // In pg_locks the lock shows as locktype 'advisory' with objsubid
 // kResourceHwmLockField4 (classid, objid: a 64-bit hash of namespace and
-// resource) or kTableHwmLockField4 (classid: the table's OID, objid 0).
+// resource), kTableHwmLockField4 (classid: the table's OID, objid 0) or
+// kAttachLockField4 (classid: a row-scope home's OID, objid 0).
 // User advisory locks use objsubid 1 and 2, lease waiters 0x4445.
 #pragma once
 
@@ -27,10 +28,20 @@ namespace fencing::pg {
 
 constexpr uint16 kResourceHwmLockField4 = 0x4857;  // 'HW'
 constexpr uint16 kTableHwmLockField4 = 0x4854;     // 'HT'
+constexpr uint16 kAttachLockField4 = 0x4841;       // 'HA'
 
 // identity: "<namespace>\0<resource>", identity_len bytes.
 void ResourceHwmLockTag(LOCKTAG *tag, const char *identity, Size identity_len);
 void TableHwmLockTag(LOCKTAG *tag, Oid relid);
+
+// Orders fencing_advance of a row-scope home's keys against an ATTACH
+// PARTITION that judges the rows it brings against the home's tombstones:
+// the advance holds it in ShareLock, the ATTACH in ExclusiveLock, each to the
+// end of its transaction. Else an advance committing between the ATTACH's
+// judgement and its commit would write a tombstone above a row being
+// attached (the row is not yet in the home, so the advance cannot raise it).
+void LockAttachShared(Oid home_relid);
+void LockAttachExclusive(Oid home_relid);
 
 // Whether this transaction may take another HWM ShareLock: past half of
 // max_locks_per_transaction, writers at the HWM lock the HWM row instead (as
