@@ -389,9 +389,20 @@ void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
             continue;
         Relation rel = table_open(leaf, NoLock);  // locked by OnAttach
         Token offered, hwm;
-        bool floor, has_token;
-        bool below = RowBelowTombstone(rel, home, att, &has_token, &offered, &hwm, &floor);
+        bool floor, has_token, unkeyed;
+        bool below =
+            RowBelowTombstone(rel, home, att, &has_token, &offered, &hwm, &floor, &unkeyed);
         table_close(rel, NoLock);
+        if (unkeyed)
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("cannot attach %s to fenced table %s: %s has rows and no primary key",
+                            attached, RelName(home), RelName(leaf)),
+                     errdetail("Each attached row is judged against its key's tombstone or floor "
+                               "under %s, which needs the row's primary key.",
+                               RelName(home)),
+                     errhint("Add the primary key %s has to %s before attaching.", RelName(home),
+                             RelName(leaf))));
         if (below)
             ereport(
                 ERROR,

@@ -268,19 +268,29 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
 }
 
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
-                       Token *offered, Token *hwm, bool *floor) {
+                       Token *offered, Token *hwm, bool *floor, bool *unkeyed) {
     bool below = false;
     // A row without a token is below any HWM: its next writer's token would
     // be its first, whatever the key's tombstone or floor says.
-    ForEachKeyedRow(rel, token_attnum, true, [&](Datum key, Token token, bool tokened) {
-        below = LookupTombstone(home_relid, key, hwm, floor) && (!tokened || token < *hwm);
-        if (below) {
-            *offered = token;
-            *has_token = tokened;
-        }
-        return !below;
-    });
-    return below;
+    bool keyed =
+        ForEachKeyedRow(rel, token_attnum, true, [&](Datum key, Token token, bool tokened) {
+            below = LookupTombstone(home_relid, key, hwm, floor) && (!tokened || token < *hwm);
+            if (below) {
+                *offered = token;
+                *has_token = tokened;
+            }
+            return !below;
+        });
+    *unkeyed = false;
+    if (keyed)
+        return below;
+    // Without a primary key (ATTACH builds the home's on it) no row can be
+    // looked up by its key: any row is refused, none judged unread.
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing tombstones");
+    *unkeyed = NextLatestRow(&rows);
+    EndLatestRowScan(&rows);
+    return *unkeyed;
 }
 
 }  // namespace fencing::pg

@@ -62,8 +62,10 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
 // key is judged against without one; a row whose token is NULL is below any.
 // The first such row's token (*has_token false when NULL) and that HWM in
 // *offered and *hwm (*floor: the floor's). Read with the latest snapshot; the
-// caller holds a lock on rel that keeps every writer out.
+// caller holds a lock on rel that keeps every writer out. A rel without a
+// primary key that has any row is refused too (*unkeyed): its rows cannot be
+// looked up by key.
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
-                       Token *offered, Token *hwm, bool *floor);
+                       Token *offered, Token *hwm, bool *floor, bool *unkeyed);
 
 }  // namespace fencing::pg
