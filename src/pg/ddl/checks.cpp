@@ -369,18 +369,8 @@ void CarryState(Oid home, const char *attached, List *sources) {
 // the home would be: against the home's tombstone of the key, or without one
 // its floor (before the partition's state is carried over). A row below it
 // would admit every writer in between: the ATTACH is refused.
-void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
-    InternalSession access;
-    BeginInternal(&access);
-    ProtectedRow row;
-    bool row_scope = ReadProtectedRow(home, &row) && row.scope == Scope::kRow;
-    EndInternal(&access);
-    if (!row_scope)
-        return;
-    // No fencing_advance of the home's keys between this judgement and the
-    // commit: one in flight is waited for (its tombstone is then judged by),
-    // one to come waits and then finds the attached row (pg/hwm/lock.hpp).
-    LockAttachExclusive(home);
+void RefuseStaleAttachedRows(Oid home, const ProtectedRow &row, const char *attached,
+                             List *leaves) {
     ListCell *lc;
     foreach (lc, leaves) {
         Oid leaf = lfirst_oid(lc);
@@ -424,6 +414,16 @@ void RefuseStaleAttachedRows(Oid home, const char *attached, List *leaves) {
 // ATTACH PARTITION into a fenced partitioned table: the state the partition
 // kept as its own home (tombstones, a table HWM) is carried into its new
 // home's, or the ATTACH refused, so no stale writer gets past it there.
+// home's protection row, when it keys rows (the rows an ATTACH brings are
+// then judged, RefuseStaleAttachedRows).
+bool RowScopeHome(Oid home, ProtectedRow *row) {
+    InternalSession access;
+    BeginInternal(&access);
+    bool row_scope = ReadProtectedRow(home, row) && row->scope == Scope::kRow;
+    EndInternal(&access);
+    return row_scope;
+}
+
 void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
     if (!OidIsValid(part) || !OwnsRelation(part, GetUserId()))
@@ -434,6 +434,16 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // The locks ATTACH takes anyway, taken now (ddl_command_start runs before
     // them): the state read below must be the sources' last, with no writer
     // of theirs still in flight and none to come.
+    ProtectedRow row;
+    bool row_scope = RowScopeHome(home, &row);
+    // No fencing_advance of the home's keys between the judgement of the
+    // attached rows and the commit: one in flight is waited for (its
+    // tombstone is then judged by), one to come waits and then finds the
+    // attached row (pg/hwm/lock.hpp). Taken before any partition's lock, so
+    // the advance's transaction waited for may still write the default
+    // partition locked below, as it may while a plain ATTACH waits for it.
+    if (row_scope)
+        LockAttachExclusive(home);
     LockRelationOid(part, AccessExclusiveLock);
     List *leaves = find_all_inheritors(part, AccessExclusiveLock, nullptr);
     // The parent's default partition too (ATTACH locks it as well, to move
@@ -442,7 +452,8 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid default_part = get_default_partition_oid(parent);
     if (OidIsValid(default_part))
         LockRelationOid(default_part, AccessExclusiveLock);
-    RefuseStaleAttachedRows(home, RelName(part), leaves);
+    if (row_scope)
+        RefuseStaleAttachedRows(home, row, RelName(part), leaves);
     CarryState(home, RelName(part), leaves);
 }
 
