@@ -64,7 +64,9 @@ InternalStatement owner_claim[2] = {
 // Whether the namespace has no owner row but holds HWMs or leases: they came
 // from elsewhere (logical replication from a publisher that claimed it at run
 // time, where fencing.resource_namespace does not travel, or a partial
-// restore). [with_leases]: the installed SQL may predate fencing.lease.
+// restore). A floor is such state too: every HWM of the namespace may have
+// been retired into it. [with_leases]: the installed SQL may predate
+// fencing.lease (and fencing.resource_floor, of the same version).
 #define FENCING_STATE_WITHOUT_OWNER                                     \
     "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
     "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
@@ -73,7 +75,9 @@ InternalStatement owner_claim[2] = {
 InternalStatement state_without_owner[2] = {
     {FENCING_STATE_WITHOUT_OWNER ")", 1, {TEXTOID}, nullptr},
     {FENCING_STATE_WITHOUT_OWNER
-     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1))",
+     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1)"
+     "        OR EXISTS (SELECT FROM fencing.resource_floor"
+     "                    WHERE namespace OPERATOR(pg_catalog.=) $1))",
      1,
      {TEXTOID},
      nullptr}};
