@@ -23,6 +23,7 @@
 
 extern "C" {
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
@@ -31,6 +32,7 @@ extern "C" {
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 }
 
 namespace fencing::pg {
@@ -45,14 +47,22 @@ bool Advanced(const HwmVerdict &verdict, Token token) {
 // Row scope, as the caller (its UPDATE privilege, its RLS): lock the row; if
 // its token is lower, UPDATE the token column (the guard admits and raises it).
 // Returns false when there is no such row (visible to the caller).
-bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token,
-                    bool *advanced) {
+// "col1 OPERATOR(s.=) $1 AND ..." for the key, its parameter types in argtypes.
+char *KeyPredicate(Oid relid, const KeyValues &k, Oid *argtypes) {
     Relation rel = table_open(relid, AccessShareLock);
-    Oid argtypes[INDEX_MAX_KEYS + 1];
     StringInfoData pred;
     initStringInfo(&pred);
     AppendKeyPredicate(&pred, rel, k.pk, k.pkindex, argtypes);
     table_close(rel, AccessShareLock);
+    return pred.data;
+}
+
+bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token,
+                    bool *advanced) {
+    Oid argtypes[INDEX_MAX_KEYS + 1];
+    StringInfoData pred;
+    initStringInfo(&pred);
+    appendStringInfoString(&pred, KeyPredicate(relid, k, argtypes));
     int natts = k.pk.natts;
     argtypes[natts] = INT8OID;
     Datum values[INDEX_MAX_KEYS + 1];
@@ -88,6 +98,44 @@ bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Toke
     }
     SPI_finish();
     return found;
+}
+
+// Under REPEATABLE READ or SERIALIZABLE the row lookups read the
+// transaction's snapshot: a row of the key committed after it is not seen,
+// and the tombstone written for the key would sit above a live row whose own
+// token judges its writers. Such a row (its inserters waited for, so the
+// latest snapshot is complete; a later INSERT waits for the tombstone) is a
+// concurrent change this transaction cannot see: a serialization failure.
+void RefuseRowAfterSnapshot(Oid relid, const KeyValues &k) {
+    if (!IsolationUsesXactSnapshot())
+        return;
+    Oid argtypes[INDEX_MAX_KEYS];
+    char *sql =
+        psprintf("SELECT FROM %s WHERE %s", RelName(relid), KeyPredicate(relid, k, argtypes));
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR,
+                (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fencing: could not connect to SPI")));
+    SPIPlanPtr plan = SPI_prepare(sql, k.pk.natts, argtypes);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: advance failed: %s", SPI_result_code_string(SPI_result))));
+    Datum values[INDEX_MAX_KEYS];
+    for (int i = 0; i < k.pk.natts; ++i) values[i] = k.values[i];
+    int rc = SPI_execute_snapshot(plan, values, nullptr, GetLatestSnapshot(), InvalidSnapshot, true,
+                                  false, 1);
+    if (rc < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: advance failed: %s", SPI_result_code_string(rc))));
+    bool found = SPI_processed > 0;
+    SPI_finish();
+    if (found)
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to concurrent insert"),
+                 errdetail("A row of the key given to fencing_advance() on %s was committed after "
+                           "this transaction's snapshot: its token cannot be raised here.",
+                           RelName(relid)),
+                 errhint("Retry the transaction.")));
 }
 
 bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token) {
@@ -129,6 +177,7 @@ bool AdvanceRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token to
     bool row_advanced = false;
     if (AdvanceLiveRow(relid, row, k, token, &row_advanced))
         return row_advanced && hwm == token;
+    RefuseRowAfterSnapshot(relid, k);
     return hwm == token;
 }
 
