@@ -146,11 +146,17 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, b
     return ReadTombstone(home_relid, key, hwm, floor);
 }
 
-void WaitForKeyWritersOf(Relation rel, const Datum *values) {
+namespace {
+
+// Calls visit(leaf, index, keys, nkeys) with the key's scan keys on the
+// primary key of rel, or of each leaf partition when rel is partitioned,
+// until it returns true; whether one did.
+template <typename Visit>
+bool ForEachKeyIndex(Relation rel, const Datum *values, Visit visit) {
     // A partitioned table (fencing_advance() names the root) has no storage,
     // nor has its primary key, a partitioned index: scanning it crashed the
     // backend. The key's row is in one of the leaf partitions, whose primary
-    // keys have the root's columns in the root's order: wait on each.
+    // keys have the root's columns in the root's order: each is looked at.
     if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) {
         List *parts = find_all_inheritors(RelationGetRelid(rel), AccessShareLock, nullptr);
         ListCell *lc;
@@ -159,14 +165,16 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values) {
             if (get_rel_relkind(part) != RELKIND_RELATION)
                 continue;  // the root, sub-partitioned tables, foreign tables
             Relation leaf = table_open(part, NoLock);  // locked by find_all_inheritors
-            WaitForKeyWritersOf(leaf, values);
+            bool done = ForEachKeyIndex(leaf, values, visit);
             table_close(leaf, NoLock);
+            if (done)
+                return true;
         }
-        return;
+        return false;
     }
     PrimaryKey pk;
     if (!GetPrimaryKey(rel, &pk))
-        return;
+        return false;
     Relation index = index_open(PrimaryKeyIndex(rel), AccessShareLock);
     ScanKeyData keys[INDEX_MAX_KEYS];
     for (int i = 0; i < pk.natts; ++i) {
@@ -176,8 +184,32 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values) {
         ScanKeyEntryInitialize(&keys[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
                                index->rd_indcollation[i], get_opcode(eqop), values[i]);
     }
-    WaitForIndexWriters(rel, index, keys, pk.natts);
+    bool done = visit(rel, index, keys, pk.natts);
     index_close(index, AccessShareLock);
+    return done;
+}
+
+}  // namespace
+
+void WaitForKeyWritersOf(Relation rel, const Datum *values) {
+    ForEachKeyIndex(rel, values, [](Relation leaf, Relation index, ScanKey keys, int nkeys) {
+        WaitForIndexWriters(leaf, index, keys, nkeys);
+        return false;
+    });
+}
+
+bool KeyHasLatestRow(Relation rel, const Datum *values) {
+    return ForEachKeyIndex(rel, values, [](Relation leaf, Relation index, ScanKey keys, int nkeys) {
+        Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+        IndexScanDesc scan = index_beginscan(leaf, index, snapshot, nkeys, 0);
+        index_rescan(scan, keys, nkeys, nullptr, 0);
+        TupleTableSlot *slot = table_slot_create(leaf, nullptr);
+        bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+        ExecDropSingleTupleTableSlot(slot);
+        index_endscan(scan);
+        UnregisterSnapshot(snapshot);
+        return found;
+    });
 }
 
 void WaitForKeyWriters(Relation rel, HeapTuple new_row) {

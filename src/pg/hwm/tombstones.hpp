@@ -29,6 +29,12 @@ void WaitForKeyWriters(Relation rel, HeapTuple new_row);
 // The same for primary-key values (index column order).
 void WaitForKeyWritersOf(Relation rel, const Datum *values);
 
+// Whether a row of the key (values in rel's primary key order; rel may be
+// partitioned) is visible to the latest snapshot, whatever the caller's
+// snapshot or row-level security would show. Reads the primary key indexes
+// only: no SQL, no policy runs.
+bool KeyHasLatestRow(Relation rel, const Datum *values);
+
 // RowTombstone after waiting for every transaction still writing the key's
 // tombstone (an in-flight DELETE or fencing_advance()), so a tombstone
 // committed by it is seen: the rechecks after an INSERT or a key move.
