@@ -57,6 +57,28 @@ char *KeyPredicate(Oid relid, const KeyValues &k, Oid *argtypes) {
     return pred.data;
 }
 
+// The row locked above must now carry the token: a BEFORE UPDATE trigger of
+// the table's that skipped the UPDATE (returned NULL: one that skips updates
+// leaving the payload as it was, say) or set the token column lower would
+// leave the row below what the advance reports. From the UPDATE's RETURNING.
+void RequireRowRaised(Oid relid, Token token) {
+    bool isnull = true;
+    Token now = 0;
+    if (SPI_processed > 0)
+        now =
+            DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+    if (SPI_processed > 0 && !isnull && now >= token)
+        return;
+    ereport(ERROR, (errcode(ERRCODE_TRIGGERED_ACTION_EXCEPTION),
+                    errmsg("fencing_advance could not raise the row's token on %s", RelName(relid)),
+                    errdetail(SPI_processed == 0
+                                  ? "A BEFORE UPDATE trigger skipped the update of the row."
+                                  : "A BEFORE UPDATE trigger set its token below " INT64_FORMAT ".",
+                              token),
+                    errhint("Let the table's triggers pass an update that changes only the token "
+                            "column.")));
+}
+
 bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Token token,
                     bool *advanced) {
     Oid argtypes[INDEX_MAX_KEYS + 1];
@@ -87,12 +109,14 @@ bool AdvanceLiveRow(Oid relid, const ProtectedRow &row, const KeyValues &k, Toke
             *advanced = current == token;
         } else {
             // The row is locked by us since the SELECT: no read-check-write.
-            char *update_sql = psprintf("UPDATE %s SET %s = $%d WHERE %s", RelName(relid), column,
-                                        natts + 1, pred.data);
+            char *update_sql =
+                psprintf("UPDATE %s SET %s = $%d WHERE %s RETURNING %s::pg_catalog.int8",
+                         RelName(relid), column, natts + 1, pred.data, column);
             rc = SPI_execute_with_args(update_sql, natts + 1, argtypes, values, nullptr, false, 0);
             if (rc < 0)
                 ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
                                 errmsg("fencing: advance failed: %s", SPI_result_code_string(rc))));
+            RequireRowRaised(relid, token);
             *advanced = true;
         }
     }
