@@ -424,6 +424,29 @@ bool RowScopeHome(Oid home, ProtectedRow *row) {
     return row_scope;
 }
 
+// The parent's default partition (if any) and the attach lock: no
+// fencing_advance of the home's keys between the judgement of the attached
+// rows and the commit, one in flight waited for (its tombstone is then
+// judged by), one to come waiting to find the attached row
+// (pg/hwm/lock.hpp). Neither is waited for while the other is held: a
+// transaction may write the default partition and then advance, or advance
+// and then write it, and a plain ATTACH waiting for it would not deadlock.
+void LockDefaultAndAttach(Oid home, Oid default_part) {
+    bool has_default = OidIsValid(default_part);
+    for (;;) {
+        if (has_default)
+            LockRelationOid(default_part, AccessExclusiveLock);
+        if (ConditionalLockAttachExclusive(home))
+            return;
+        if (has_default)
+            UnlockRelationOid(default_part, AccessExclusiveLock);
+        LockAttachExclusive(home);
+        if (!has_default || ConditionalLockRelationOid(default_part, AccessExclusiveLock))
+            return;
+        UnlockAttachExclusive(home);
+    }
+}
+
 void OnAttach(Oid parent, PartitionCmd *cmd) {
     Oid part = RangeVarGetRelid(cmd->name, NoLock, true);
     if (!OidIsValid(part) || !OwnsRelation(part, GetUserId()))
@@ -436,21 +459,15 @@ void OnAttach(Oid parent, PartitionCmd *cmd) {
     // of theirs still in flight and none to come.
     ProtectedRow row;
     bool row_scope = RowScopeHome(home, &row);
-    // No fencing_advance of the home's keys between the judgement of the
-    // attached rows and the commit: one in flight is waited for (its
-    // tombstone is then judged by), one to come waits and then finds the
-    // attached row (pg/hwm/lock.hpp). Taken before any partition's lock, so
-    // the advance's transaction waited for may still write the default
-    // partition locked below, as it may while a plain ATTACH waits for it.
-    if (row_scope)
-        LockAttachExclusive(home);
     LockRelationOid(part, AccessExclusiveLock);
     List *leaves = find_all_inheritors(part, AccessExclusiveLock, nullptr);
     // The parent's default partition too (ATTACH locks it as well, to move
     // rows of the new range out of it): a DELETE there of a key the attached
     // table holds would leave a tombstone after the rows were judged.
     Oid default_part = get_default_partition_oid(parent);
-    if (OidIsValid(default_part))
+    if (row_scope)
+        LockDefaultAndAttach(home, default_part);
+    else if (OidIsValid(default_part))
         LockRelationOid(default_part, AccessExclusiveLock);
     if (row_scope)
         RefuseStaleAttachedRows(home, row, RelName(part), leaves);

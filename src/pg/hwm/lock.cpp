@@ -47,6 +47,18 @@ void LockAttachExclusive(Oid home_relid) {
     LockAttach(home_relid, ExclusiveLock);
 }
 
+bool ConditionalLockAttachExclusive(Oid home_relid) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, home_relid, 0, kAttachLockField4);
+    return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+void UnlockAttachExclusive(Oid home_relid) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, home_relid, 0, kAttachLockField4);
+    (void)LockRelease(&tag, ExclusiveLock, false);
+}
+
 bool MayTakeHwmShareLock() {
     if (counted_lxid != CurrentLocalTransactionId())
         return true;

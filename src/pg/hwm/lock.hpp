@@ -42,6 +42,10 @@ void TableHwmLockTag(LOCKTAG *tag, Oid relid);
 // attached (the row is not yet in the home, so the advance cannot raise it).
 void LockAttachShared(Oid home_relid);
 void LockAttachExclusive(Oid home_relid);
+// Without waiting: false when another transaction holds it. The unlock gives
+// back one acquisition of this transaction's (it stays held if taken before).
+bool ConditionalLockAttachExclusive(Oid home_relid);
+void UnlockAttachExclusive(Oid home_relid);
 
 // Whether this transaction may take another HWM ShareLock: past half of
 // max_locks_per_transaction, writers at the HWM lock the HWM row instead (as
