@@ -64,9 +64,7 @@ InternalStatement owner_claim[2] = {
 // Whether the namespace has no owner row but holds HWMs or leases: they came
 // from elsewhere (logical replication from a publisher that claimed it at run
 // time, where fencing.resource_namespace does not travel, or a partial
-// restore). A floor is such state too: every HWM of the namespace may have
-// been retired into it. [with_leases]: the installed SQL may predate
-// fencing.lease (and fencing.resource_floor, of the same version).
+// restore). [with_leases]: the installed SQL may predate fencing.lease.
 #define FENCING_STATE_WITHOUT_OWNER                                     \
     "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace" \
     "                            WHERE name OPERATOR(pg_catalog.=) $1)" \
@@ -75,16 +73,34 @@ InternalStatement owner_claim[2] = {
 InternalStatement state_without_owner[2] = {
     {FENCING_STATE_WITHOUT_OWNER ")", 1, {TEXTOID}, nullptr},
     {FENCING_STATE_WITHOUT_OWNER
-     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1)"
-     "        OR EXISTS (SELECT FROM fencing.resource_floor"
-     "                    WHERE namespace OPERATOR(pg_catalog.=) $1))",
+     "        OR EXISTS (SELECT FROM fencing.lease WHERE namespace OPERATOR(pg_catalog.=) $1))",
      1,
      {TEXTOID},
      nullptr}};
 #undef FENCING_STATE_WITHOUT_OWNER
 
+// A floor is such state too: every HWM of the namespace may have been
+// retired into it. Only when the installed SQL has fencing.resource_floor.
+InternalStatement floor_without_owner = {
+    "SELECT 1 WHERE NOT EXISTS (SELECT FROM fencing.resource_namespace"
+    "                            WHERE name OPERATOR(pg_catalog.=) $1)"
+    "   AND EXISTS (SELECT FROM fencing.resource_floor WHERE namespace OPERATOR(pg_catalog.=) $1)",
+    1,
+    {TEXTOID},
+    nullptr};
+
 bool HasLeaseTable() {
     return OidIsValid(get_relname_relid("lease", ExtensionSchemaOid(false)));
+}
+
+bool HasFloorTable() {
+    return OidIsValid(get_relname_relid("resource_floor", ExtensionSchemaOid(false)));
+}
+
+// Whether the namespace has no owner row but holds state (above).
+bool StateWithoutOwner(const Datum *ns) {
+    return RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0 ||
+           (HasFloorTable() && RunInternalStatement(&floor_without_owner, ns, nullptr) > 0);
 }
 
 Oid StoredOwner(const char *name_space, bool lock) {
@@ -137,8 +153,7 @@ Oid ClaimNamespace(const char *name_space, Oid table_owner) {
     // first role to ask reset that state: only a superuser may give it an
     // owner then.
     Datum ns[] = {CStringGetTextDatum(name_space)};
-    if (!superuser_arg(table_owner) &&
-        RunInternalStatement(&state_without_owner[HasLeaseTable()], ns, nullptr) > 0)
+    if (!superuser_arg(table_owner) && StateWithoutOwner(ns))
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("resource namespace %s has no owner here but holds high-water marks "
                                "or leases",
