@@ -201,7 +201,7 @@ void WaitForKeyWritersOf(Relation rel, const Datum *values) {
 bool KeyHasLatestRow(Relation rel, const Datum *values) {
     return ForEachKeyIndex(rel, values, [](Relation leaf, Relation index, ScanKey keys, int nkeys) {
         Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-        IndexScanDesc scan = index_beginscan(leaf, index, snapshot, nkeys, 0);
+        IndexScanDesc scan = BeginIndexScan(leaf, index, snapshot, nkeys, 0);
         index_rescan(scan, keys, nkeys, nullptr, 0);
         TupleTableSlot *slot = table_slot_create(leaf, nullptr);
         bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
