@@ -134,11 +134,15 @@ def write_step(conn, i, rec):
 def lease_step(index):
     """Acquire and release leases on a resource shared by every leaser (hot)
     and on one of its own; record each token fencing_acquire returned, before
-    the release."""
-    holder = f"leaser-{index}"
+    the release. Every acquire is made by a holder of its own: a release
+    commits without a WAL flush and may be lost in a failover, and the same
+    holder's next acquire would then be a re-acquire of its still-live lease,
+    which returns the same token by design. With a new holder each time, any
+    token returned twice was issued twice."""
 
     def step(conn, i, rec):
         resource = "hot" if i % 2 else f"cold-{index}"
+        holder = f"leaser-{index}-{os.getpid()}-{i}"
         started = time.time()
         token = conn.execute("SELECT fencing_acquire(%s, %s, '3 s', wait => '5 s')::text",
                              (resource, holder)).fetchone()[0]
