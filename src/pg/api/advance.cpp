@@ -233,6 +233,10 @@ FENCING_FUNCTION(fencing_advance) {
     Token token = TokenArg(fcinfo, 1);
     // As writes: UPDATE on the table, checked as the caller.
     RequireRelationPrivilege(relid, ACL_UPDATE);
+    // The policy read next is the one in force until this transaction ends:
+    // fencing_protect() changes it under the same lock, held exclusively.
+    LockAttachShared(relid);
+    AcceptInvalidationMessages();
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     TargetKey key;

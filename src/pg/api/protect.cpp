@@ -13,11 +13,15 @@
 #include "pg/keys/row_key.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/keys/tombstone_key.hpp"
+#include "pg/hwm/lock.hpp"
+#include "pg/hwm/policy_carry.hpp"
 #include "pg/hwm/tombstones.hpp"
 
 extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
+#include "storage/lmgr.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -187,6 +191,18 @@ void RequireTreeHome(Oid relid) {
                      RelName(below), RelName(relid), RelName(below))));
 }
 
+// The policy is read, its HWMs carried and the new one written with every
+// writer and raiser of the table kept out until this transaction ends: the
+// policy lock first (fencing_advance() shares it before it reads the
+// policy), then the table and each partition in the mode CREATE TRIGGER
+// takes (a write to a partition locks the partition only).
+void LockPolicy(Oid relid) {
+    LockAttachExclusive(relid);
+    LockRelationOid(relid, ShareRowExclusiveLock);
+    if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+        (void)find_all_inheritors(relid, ShareRowExclusiveLock, nullptr);
+}
+
 Datum Protect(FunctionCallInfo fcinfo) {
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireTable(relid);
@@ -196,6 +212,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
     row.relid = relid;
     ReadPolicyArgs(fcinfo, &row);
 
+    LockPolicy(relid);
     // Ownership was checked above, as the caller; from here on the extension's
     // own tables are read and written.
     InternalSession access;
@@ -210,6 +227,14 @@ Datum Protect(FunctionCallInfo fcinfo) {
     RequireFenceable(relid, token_attnum,
                      row.scope == Scope::kResource ? get_attnum(relid, row.resource_column) : 0,
                      row.scope == Scope::kRow);
+    ProtectedRow current;
+    bool change = ReadProtectedRow(relid, &current);
+    EndInternal(&access);
+    // A policy change carries the HWMs its writes were judged by, or is
+    // refused (pg/hwm/policy_carry.hpp).
+    if (change)
+        CarryHwmsAcrossPolicy(current, row);
+    BeginInternal(&access);
     WriteProtectedRow(row);  // fencing.protected_sync installs the guards
     EndInternal(&access);
     PG_RETURN_VOID();

@@ -15,6 +15,7 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
 #include "pg/keys/row_key.hpp"
+#include "pg/types/token_type.hpp"
 #include "pg/base/compat.hpp"
 
 extern "C" {
@@ -262,6 +263,92 @@ void CheckTokenColumnDrop(Oid named, Oid rel, const Policy &p, const char *colum
                  home, quote_literal_cstr(home))));
 }
 
+// The type ALTER COLUMN ... TYPE names (InvalidOid when unknown).
+Oid AlterTarget(const AlterTableCmd *cmd) {
+    auto *def = castNode(ColumnDef, cmd->def);
+    return def->typeName != nullptr ? LookupTypeNameOid(nullptr, def->typeName, true)
+                                    : InvalidOid;
+}
+
+// Whether the ALTER COLUMN ... TYPE's USING (if any) is the column itself,
+// maybe cast to the target type: each value is converted as it is, not
+// replaced.
+bool UsingKeepsValues(const AlterTableCmd *cmd, Oid target) {
+    Node *expr = castNode(ColumnDef, cmd->def)->raw_default;
+    if (expr != nullptr && IsA(expr, TypeCast)) {
+        auto *cast = castNode(TypeCast, expr);
+        if (LookupTypeNameOid(nullptr, cast->typeName, true) != target)
+            return false;
+        expr = cast->arg;
+    }
+    if (expr == nullptr)
+        return true;
+    if (!IsA(expr, ColumnRef))
+        return false;
+    List *fields = castNode(ColumnRef, expr)->fields;
+    Node *last = static_cast<Node *>(llast(fields));
+    return list_length(fields) == 1 && IsA(last, String) && strcmp(strVal(last), cmd->name) == 0;
+}
+
+// Whether ALTER COLUMN ... TYPE of token column attnum of rel keeps every
+// row's token: bigint to fencing_token, with no USING or USING the column
+// itself (cast to fencing_token or not). Each value converts to the same
+// token (a negative one fails the statement), the attnum stays, and the
+// guard reads both types alike: the table stays fenced throughout, under the
+// ALTER's ACCESS EXCLUSIVE lock.
+bool KeepsTokens(Oid rel, AttrNumber attnum, const AlterTableCmd *cmd) {
+    Oid target = AlterTarget(cmd);
+    return get_atttype(rel, attnum) == INT8OID && OidIsValid(target) &&
+           target == FencingTokenTypeOid() && UsingKeepsValues(cmd, target);
+}
+
+// The byte width of an integer type's send form (a domain counts as its
+// base type), 0 for any other type.
+int IntegerWidth(Oid type) {
+    switch (getBaseType(type)) {
+        case INT2OID:
+            return 2;
+        case INT4OID:
+            return 4;
+        case INT8OID:
+            return 8;
+    }
+    return 0;
+}
+
+// ALTER COLUMN ... TYPE of primary key column attnum of row-scope table rel
+// whose home has tombstones: an integer column to another integer width,
+// keeping the values, rewrites the tombstones' keys in this transaction (the
+// table locked first, as the ALTER would lock it), so every deleted key stays
+// fenced under the new type. False for any other change (refused).
+bool CarryTombstonesThroughKeyType(Oid named, Oid rel, Oid home, AttrNumber attnum,
+                                   const AlterTableCmd *cmd) {
+    Oid target = AlterTarget(cmd);
+    int from = IntegerWidth(get_atttype(rel, attnum)), to = IntegerWidth(target);
+    if (from == 0 || to == 0 || !UsingKeepsValues(cmd, target))
+        return false;
+    LockRelationOid(named, AccessExclusiveLock);
+    LockRelationOid(rel, AccessExclusiveLock);
+    Relation r = table_open(rel, NoLock);
+    PrimaryKey pk;
+    int position = 0;
+    if (GetPrimaryKey(r, &pk))
+        for (int i = 0; i < pk.natts; ++i)
+            if (pk.attnums[i] == attnum)
+                position = i + 1;
+    table_close(r, NoLock);
+    if (position == 0 || from == to)
+        return position != 0;
+    InternalSession access;
+    BeginInternal(&access);
+    int64 n = RewriteTombstoneIntegerKeys(home, position, from, to);
+    EndInternal(&access);
+    if (n > 0)
+        ereport(NOTICE, (errmsg("%lld tombstones of %s rekeyed for the new type of column \"%s\"",
+                                static_cast<long long>(n), RelName(home), cmd->name)));
+    return true;
+}
+
 // A subcommand of ALTER TABLE on fenced relation rel, refused when it would
 // orphan or rewrite fencing state: dropping the token column while it keys
 // state, changing the type of the token or resource column, changing or
@@ -276,7 +363,8 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
         CheckTokenColumnDrop(named, rel, p, cmd->name);
     const char *home = RelName(p.home_relid);
     if (cmd->subtype == AT_AlterColumnType && attnum > 0 &&
-        (attnum == p.token_attnum || (p.scope == Scope::kResource && attnum == p.resource_attnum)))
+        (attnum == p.token_attnum || (p.scope == Scope::kResource && attnum == p.resource_attnum)) &&
+        !(attnum == p.token_attnum && KeepsTokens(rel, attnum, cmd)))
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
                  errmsg("cannot change the type of the %s column \"%s\" of fenced table %s",
@@ -287,8 +375,12 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
                                  "fencing.reset_log.")
                      : errdetail("Resource high-water marks are keyed by the value's text; a "
                                  "new type would key them differently and orphan them."),
-                 errhint("Keep the column's type. To change it anyway, fencing_unprotect() the "
-                         "table first: it is then unfenced, and its %s.",
+                 errhint("Keep the column's type%s. To change it anyway, fencing_unprotect() "
+                         "the table first: it is then unfenced, and its %s.",
+                         attnum == p.token_attnum
+                             ? " (a bigint token column converts in place: ALTER COLUMN ... "
+                               "TYPE fencing_token, with no USING but the column)"
+                             : "",
                          attnum == p.token_attnum
                              ? "row high-water marks become whatever the new column holds"
                              : "resource high-water marks stay under the old texts")));
@@ -301,6 +393,9 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
         key_change = (own != nullptr && strcmp(own, cmd->name) == 0) ||
                      (named_pk != nullptr && strcmp(named_pk, cmd->name) == 0);
     }
+    if (key_change && cmd->subtype == AT_AlterColumnType && HomeHasTombstones(p.home_relid) &&
+        CarryTombstonesThroughKeyType(named, rel, p.home_relid, attnum, cmd))
+        key_change = false;
     if (key_change && HomeHasTombstones(p.home_relid))
         ereport(
             ERROR,
@@ -309,8 +404,9 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
              errdetail("Tombstones of deleted rows are keyed by the primary key columns' "
                        "binary form; a changed or dropped key would orphan them, and a stale "
                        "writer could re-insert a deleted row."),
-             errhint("Keep the primary key as it is. To change it anyway, remove the "
-                     "tombstones with fencing_reset(%s) first (logged in "
+             errhint("Keep the primary key as it is (an integer key column may change to "
+                     "another integer type: its tombstones are rekeyed). To change it anyway, "
+                     "remove the tombstones with fencing_reset(%s) first (logged in "
                      "fencing.reset_log): deleted keys can then be re-inserted with any "
                      "token.",
                      quote_literal_cstr(home))));

@@ -15,6 +15,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/guard/install.hpp"
+#include "pg/types/token_type.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/subscriber.hpp"
@@ -122,7 +123,21 @@ bool ExpectGuardArguments(LeafCheck *c) {
         row.scope == Scope::kResource ? get_attnum(c->leaf, row.resource_column) : 0;
     if (token_attnum <= 0 || resource_attnum < 0 ||
         (row.scope == Scope::kResource && resource_attnum == 0)) {
-        Problem(*c, "policy column missing", nullptr);
+        Problem(*c,
+                token_attnum <= 0 ? "token column missing, writes are not fenced:"
+                                  : "policy column missing",
+                token_attnum <= 0 ? row.token_column : nullptr);
+        return false;
+    }
+    // A column of the policy's name that is no token column (dropped and
+    // added again as another type): the guard cannot read a token from it.
+    Oid token_type = get_atttype(c->leaf, token_attnum);
+    if (!IsTokenColumnType(token_type)) {
+        Problem(*c,
+                psprintf("token column of type %s, not fencing_token or bigint, writes are not "
+                         "fenced:",
+                         format_type_be(token_type)),
+                row.token_column);
         return false;
     }
     EncodePolicy(LeafPolicy(row, token_attnum, resource_attnum), c->expected);
@@ -263,6 +278,14 @@ bool RepairGuards(Oid relid) {
                      "fencing_publish() (docs/logical-replication.md).")));
 }
 
+// "resource scope, strict, on_stale skip, token optional": the parts a
+// guard's policy differs in, each named once.
+const char *PolicySummary(Scope scope, bool strict, OnStale on_stale, bool require_token) {
+    return psprintf("%s scope%s%s%s", ScopeName(scope), strict ? ", strict" : "",
+                    on_stale == OnStale::kSkip ? ", on_stale skip" : "",
+                    require_token ? "" : ", token optional");
+}
+
 void BeforeCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
     Oid relid = RangeVarGetRelid(stmt->relation, NoLock, true);
     if (!OidIsValid(relid))
@@ -322,11 +345,18 @@ void AfterCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
         (dumped.scope != row.scope || dumped.strict != row.strict ||
          dumped.on_stale != row.on_stale || dumped.require_token != row.require_token))
         ereport(WARNING,
-                (errmsg("table %s keeps its policy in this database (%s scope), not the one of "
-                        "the guard being created (%s scope)",
-                        RelName(relid), ScopeName(row.scope), ScopeName(dumped.scope)),
-                 errhint("A dump of single tables carries neither fencing's policies nor its "
-                         "high-water marks; call fencing_protect() to restore the policy.")));
+                (errmsg("table %s is fenced for now under this database's policy (%s), not the "
+                        "dumped guard's (%s)",
+                        RelName(relid), PolicySummary(row.scope, row.strict, row.on_stale,
+                                                      row.require_token),
+                        PolicySummary(dumped.scope, dumped.strict, dumped.on_stale,
+                                      dumped.require_token)),
+                 errdetail("The table is fenced throughout. Its dumped policy is part of "
+                           "fencing's data (fencing.protected), not of the table's schema."),
+                 errhint("Restoring the data (a data-only restore after a schema-only one, or "
+                         "a whole-database dump) brings the dumped policy and its high-water "
+                         "marks back and re-installs the guard; a dump of single tables "
+                         "carries neither: then call fencing_protect() with the policy.")));
     RepairGuards(holder);
     EndInternal(&access);
 }
@@ -495,6 +525,84 @@ FENCING_FUNCTION(fencing_guard_status) {
 // fencing_verify_guards(repair): every protected table the caller may read
 // whose guards are missing, disabled, internal or stale; with repair, the
 // caller's own tables (a superuser's: all) get their guards re-installed.
+namespace fencing::pg {
+namespace {
+
+// Tables the caller can read that declare a fencing_token column but have no
+// policy (nor a protected ancestor): their token column fences nothing, as
+// after a partial restore that brought the table without fencing's data, or
+// DDL run with event triggers off. Listed, never repaired: the policy they
+// had is not known here (fencing_protect() sets it; a table unprotected on
+// purpose is listed too, its column still saying it is fenced).
+// Whether every guarded relation of relid has its policy's columns, the
+// token column of a token type: else no guard can be installed from the
+// policy, and a repair would only fail.
+bool PolicyColumnsPresent(Oid relid) {
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    bool present = ReadProtectedRow(relid, &row);
+    EndInternal(&access);
+    ListCell *lc;
+    foreach (lc, present ? GuardedRelations(relid, NoLock) : NIL) {
+        AttrNumber token = get_attnum(lfirst_oid(lc), row.token_column);
+        present = present && token > 0 && IsTokenColumnType(get_atttype(lfirst_oid(lc), token)) &&
+                  (row.scope != Scope::kResource ||
+                   get_attnum(lfirst_oid(lc), row.resource_column) > 0);
+    }
+    return present;
+}
+
+void ReportUnfencedTokenColumns(ReturnSetInfo *rsinfo, MemoryContext caller) {
+    Oid token_type = FencingTokenTypeOid();
+    if (!OidIsValid(token_type))
+        return;
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDOID, OIDOID};
+    Datum args[] = {ObjectIdGetDatum(token_type), ObjectIdGetDatum(ExtensionSchemaOid(true))};
+    uint64 n = RunInternalSql(
+        "SELECT c.oid, pg_catalog.min(a.attname::pg_catalog.text)"
+        " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c"
+        "   ON c.oid OPERATOR(pg_catalog.=) a.attrelid"
+        " WHERE a.atttypid OPERATOR(pg_catalog.=) $1 AND NOT a.attisdropped"
+        "   AND a.attnum OPERATOR(pg_catalog.>) 0 AND c.relkind IN ('r', 'p')"
+        "   AND c.relpersistence OPERATOR(pg_catalog.<>) 't' AND NOT c.relispartition"
+        "   AND c.relnamespace OPERATOR(pg_catalog.<>) $2"
+        "   AND NOT EXISTS (SELECT 1 FROM fencing.protected p"
+        "                    WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid)"
+        " GROUP BY c.oid ORDER BY c.oid",
+        2, types, args, nullptr, true);
+    List *relids = NIL, *columns = NIL;
+    MemoryContext spi = MemoryContextSwitchTo(caller);
+    for (uint64 i = 0; i < n; ++i) {
+        bool isnull;
+        relids = lappend_oid(relids, DatumGetObjectId(SPI_getbinval(
+                                         SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
+        columns = lappend(columns, pstrdup(SPI_getvalue(SPI_tuptable->vals[i],
+                                                        SPI_tuptable->tupdesc, 2)));
+    }
+    MemoryContextSwitchTo(spi);
+    EndInternal(&access);
+    ListCell *lc, *cc;
+    forboth(lc, relids, cc, columns) {
+        Oid relid = lfirst_oid(lc);
+        if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+            continue;
+        Datum values[3] = {
+            ObjectIdGetDatum(relid),
+            CStringGetTextDatum(psprintf("%s: fencing_token column \"%s\" but no fencing policy, "
+                                         "writes are not fenced",
+                                         RelName(relid), static_cast<char *>(lfirst(cc)))),
+            BoolGetDatum(false)};
+        bool nulls[3] = {false, false, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
 FENCING_FUNCTION(fencing_verify_guards) {
     bool repair = !PG_ARGISNULL(0) && PG_GETARG_BOOL(0);
     InitMaterializedSRF(fcinfo, 0);
@@ -515,7 +623,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         if (problem == nullptr)
             continue;
         bool repaired = false;
-        if (repair && OwnsRelation(relid, GetUserId())) {
+        if (repair && OwnsRelation(relid, GetUserId()) && PolicyColumnsPresent(relid)) {
             BeginInternal(&access);
             RepairGuards(relid);
             repaired = GuardProblem(relid, caller) == nullptr;
@@ -526,6 +634,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         bool nulls[3] = {false, false, false};
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
+    ReportUnfencedTokenColumns(rsinfo, caller);
     return PointerGetDatum(nullptr);
 }
 

@@ -8,6 +8,7 @@
 #include "pg/hwm/store_shape.hpp"
 #include "pg/hwm/writers.hpp"
 #include "pg/base/internal_access.hpp"
+#include "pg/base/relation_args.hpp"
 
 extern "C" {
 #include "catalog/pg_type.h"
@@ -19,7 +20,7 @@ extern "C" {
 }
 
 namespace fencing::pg {
-namespace {
+namespace hwm {
 
 // Runs a fixed statement (inside an internal session) with the latest
 // snapshot, not the transaction's: DDL carrying state from one relation to
@@ -52,6 +53,13 @@ bool FirstInt8NotNull(Token *out) {
     *out = DatumGetInt64(d);
     return true;
 }
+
+}  // namespace hwm
+
+namespace {
+
+using hwm::FirstInt8NotNull;
+using hwm::RunLatest;
 
 // Deletes HWM rows and logs each one with the calling user (captured before
 // the internal session switched the user id); returns how many were removed.
@@ -306,6 +314,46 @@ void HoldTableHwm(Oid relid) {
     }
     hwm::LockWhenNoWriter(&a, &tag, LockHwmShared, UnlockHwmShared);
     hwm::CloseDirect(&a);
+}
+
+int64 RewriteTombstoneIntegerKeys(Oid relid, int position, int from_bytes, int to_bytes) {
+    // Hex digits: the sign is the top bit of the first digit (8-f).
+    int from_digits = 2 * from_bytes, extra = 2 * (to_bytes - from_bytes);
+    Oid types[] = {OIDOID, INT4OID, INT4OID, INT4OID};
+    Datum values[] = {ObjectIdGetDatum(relid), Int32GetDatum(position),
+                      Int32GetDatum(from_digits), Int32GetDatum(extra > 0 ? extra : -extra)};
+    if (extra < 0) {
+        // Narrowing: the dropped digits must all repeat the kept sign.
+        RunLatest(
+            "SELECT 1 FROM fencing.row_tombstone WHERE relid OPERATOR(pg_catalog.=) $1"
+            " AND pg_catalog.length(key[$2]) OPERATOR(pg_catalog.=) $3 AND NOT ("
+            "  (pg_catalog.\"left\"(key[$2], $4) OPERATOR(pg_catalog.=) pg_catalog.repeat('0', $4)"
+            "   AND pg_catalog.substr(key[$2], $4 OPERATOR(pg_catalog.+) 1, 1)"
+            "       COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.<) '8')"
+            "  OR (pg_catalog.\"left\"(key[$2], $4) OPERATOR(pg_catalog.=) pg_catalog.repeat('f', $4)"
+            "   AND pg_catalog.substr(key[$2], $4 OPERATOR(pg_catalog.+) 1, 1)"
+            "       COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.>=) '8')) LIMIT 1",
+            4, types, values);
+        if (SPI_processed > 0)
+            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                            errmsg("a tombstone's key of %s is out of range for the new type",
+                                   RelName(relid)),
+                            errdetail("Its deleted row's key would not fit the column any more."),
+                            errhint("Keep a type that holds every deleted key.")));
+        return RunLatest(
+            "UPDATE fencing.row_tombstone SET key[$2] = pg_catalog.substr(key[$2],"
+            " $4 OPERATOR(pg_catalog.+) 1)"
+            " WHERE relid OPERATOR(pg_catalog.=) $1"
+            " AND pg_catalog.length(key[$2]) OPERATOR(pg_catalog.=) $3",
+            4, types, values);
+    }
+    return RunLatest(
+        "UPDATE fencing.row_tombstone SET key[$2] = pg_catalog.repeat(CASE WHEN"
+        " pg_catalog.\"left\"(key[$2], 1) COLLATE pg_catalog.\"C\" OPERATOR(pg_catalog.>=) '8'"
+        " THEN 'f' ELSE '0' END, $4) OPERATOR(pg_catalog.||) key[$2]"
+        " WHERE relid OPERATOR(pg_catalog.=) $1"
+        " AND pg_catalog.length(key[$2]) OPERATOR(pg_catalog.=) $3",
+        4, types, values);
 }
 
 }  // namespace fencing::pg

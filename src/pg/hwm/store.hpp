@@ -112,6 +112,12 @@ void MergeTombstones(Datum from_relids, Oid to);
 void MergeTableHwm(Oid relid, Token hwm);
 void CopyStoredHwms(Oid from, Oid to);
 void DropStoredHwms(Datum relids);
+// An integer primary key column changing width (ALTER COLUMN ... TYPE, the
+// values kept): element position (1-based) of every tombstone key of relid,
+// in from_bytes' send form, rewritten in to_bytes' (sign-extended; a value
+// that does not fit raises 22003). Elements already in to_bytes' form are
+// left. Returns how many keys were rewritten.
+int64 RewriteTombstoneIntegerKeys(Oid relid, int position, int from_bytes, int to_bytes);
 
 // Resets (the only way an HWM goes down): delete, log each removed value in
 // fencing.reset_log with the caller's name, and log a LOG line; return how

@@ -33,4 +33,12 @@ uint64 Run(InternalStatement *stmt, Datum *values);
 // First column of the first row as int8 (NULL as 0), when there is a row.
 bool FirstInt8(Token *out);
 
+// Runs a fixed statement (inside an internal session) with the latest
+// snapshot, not the transaction's: DDL and policy changes carrying state
+// must read what committed before they got their locks, also under
+// REPEATABLE READ. Returns rows processed.
+uint64 RunLatest(const char *sql, int nargs, Oid *types, Datum *values);
+// The first row's first column as int8, when there is a row and it is not NULL.
+bool FirstInt8NotNull(Token *out);
+
 }  // namespace fencing::pg::hwm
