@@ -16,6 +16,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/keys/resource_key.hpp"
 #include "pg/catalog/namespaces.hpp"
+#include "pg/catalog/policy_store.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/keys/tombstone_key.hpp"
@@ -207,6 +208,25 @@ void RequireAdvanceInNamespace(const char *name_space) {
     EndInternal(&session);
 }
 
+// Under REPEATABLE READ the policy is read with the transaction's snapshot:
+// one a policy change committed after would be raised where no write looks
+// any more. Refused as PostgreSQL refuses a concurrent update.
+void RequirePolicyInSnapshot(Oid relid) {
+    if (!IsolationUsesXactSnapshot())
+        return;
+    InternalSession session;
+    BeginInternal(&session);
+    bool changed = ProtectedRowChangedSinceSnapshot(relid);
+    EndInternal(&session);
+    if (changed)
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to concurrent policy change"),
+                 errdetail("The fencing policy of %s changed after this transaction's snapshot.",
+                           RelName(relid)),
+                 errhint("Retry the transaction.")));
+}
+
 }  // namespace
 }  // namespace fencing::pg
 
@@ -237,6 +257,7 @@ FENCING_FUNCTION(fencing_advance) {
     // fencing_protect() changes it under the same lock, held exclusively.
     LockAttachShared(relid);
     AcceptInvalidationMessages();
+    RequirePolicyInSnapshot(relid);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     TargetKey key;

@@ -12,6 +12,7 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/lsyscache.h"
+#include "utils/snapmgr.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 }
@@ -121,6 +122,36 @@ void DeleteProtectedRow(Oid relid) {
     Datum values[] = {ObjectIdGetDatum(relid)};
     RunInternalSql("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
                    values, nullptr, false);
+}
+
+bool ProtectedRowChangedSinceSnapshot(Oid relid) {
+    const char *sql =
+        "SELECT xmin::pg_catalog.text FROM fencing.protected"
+        " WHERE relid OPERATOR(pg_catalog.=) $1";
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    SPIPlanPtr plan = SPI_prepare(sql, 1, types);
+    if (plan == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                        errmsg("fencing: could not prepare internal statement: %s",
+                               SPI_result_code_string(SPI_result))));
+    char *seen[2];
+    for (int latest = 0; latest < 2; ++latest) {
+        int rc = latest ? SPI_execute_snapshot(plan, values, nullptr, GetLatestSnapshot(),
+                                               InvalidSnapshot, true, false, 0)
+                        : SPI_execute_plan(plan, values, nullptr, true, 0);
+        if (rc < 0)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
+                            errmsg("fencing: internal statement failed: %s",
+                                   SPI_result_code_string(rc))));
+        seen[latest] = SPI_processed > 0
+                           ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)
+                           : nullptr;
+    }
+    SPI_freeplan(plan);
+    if (seen[0] == nullptr || seen[1] == nullptr)
+        return seen[0] != seen[1];
+    return strcmp(seen[0], seen[1]) != 0;
 }
 
 // The nearest partition ancestor that is protected, if any.

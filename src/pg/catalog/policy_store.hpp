@@ -38,6 +38,10 @@ List *ProtectedRelids();
 // Inserts or replaces the row (fencing.protected_sync then installs guards).
 void WriteProtectedRow(const ProtectedRow &row);
 void DeleteProtectedRow(Oid relid);
+// Whether relid's row of fencing.protected as the latest snapshot sees it is
+// another version than the transaction's snapshot sees (a policy change
+// committed after a REPEATABLE READ snapshot was taken).
+bool ProtectedRowChangedSinceSnapshot(Oid relid);
 
 // The default of fencing.protected.require_token, which the installed
 // version's scripts set: a table protected automatically gets it, as a
