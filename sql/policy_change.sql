@@ -118,6 +118,22 @@ SELECT fencing_protect('pc_rr2', scope => 'resource', resource_column => 'shard'
                        resource_namespace => 'pc_ns4');
 \echo :LAST_ERROR_SQLSTATE
 
+-- (9) A partitioned table: the carry reads every partition, the change
+-- locks each (a write to a partition locks only the partition).
+CREATE TABLE pc_pp (id int PRIMARY KEY, v int, tok bigint) PARTITION BY RANGE (id);
+CREATE TABLE pc_pp1 PARTITION OF pc_pp FOR VALUES FROM (0) TO (10);
+CREATE TABLE pc_pp2 PARTITION OF pc_pp FOR VALUES FROM (10) TO (20);
+SELECT fencing_protect('pc_pp', token_column => 'tok', require_token => false);
+INSERT INTO pc_pp VALUES (1, 0, 30), (11, 0, 70), (12, 0, 5);
+BEGIN; SET LOCAL fencing.token = 80; DELETE FROM pc_pp WHERE id = 12; COMMIT;
+ALTER TABLE pc_pp ALTER COLUMN tok TYPE fencing_token;
+SELECT fencing_protect('pc_pp', scope => 'table');
+SELECT fencing_high_water('pc_pp') AS table_hwm;
+BEGIN; SET LOCAL fencing.token = 79; UPDATE pc_pp1 SET v = 1; ROLLBACK;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fencing_protect('pc_pp');
+\echo :LAST_ERROR_SQLSTATE
+
 -- Options that judge nothing by another HWM change freely.
 SELECT fencing_protect('pc_rr2', strict => true, on_stale => 'skip');
 SELECT table_name, scope, strict, on_stale FROM fencing_protected
@@ -125,6 +141,6 @@ SELECT table_name, scope, strict, on_stale FROM fencing_protected
 -- Nothing above lowered an HWM: nothing was reset.
 SELECT count(*) AS reset_log_rows FROM fencing.reset_log WHERE target LIKE '%pc\_%';
 
-DROP TABLE pc_col, pc_rt, pc_res, pc_rr, pc_rr2;
+DROP TABLE pc_col, pc_rt, pc_res, pc_rr, pc_rr2, pc_pp;
 DELETE FROM fencing.resource_hwm WHERE namespace LIKE 'pc\_ns%';
 DELETE FROM fencing.resource_namespace WHERE name LIKE 'pc\_ns%';
