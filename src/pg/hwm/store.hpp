@@ -4,9 +4,10 @@
 //
 // The HWM store: every read and write of the extension's own HWM tables
 // (fencing.resource_hwm, fencing.table_hwm, fencing.row_tombstone) and of the
-// floors' values goes through this API; no other C++ file names the HWM
-// tables (the extension scripts drop a dropped table's rows in its sql_drop
-// event triggers). The floors' policy columns (enabled, idle) are set by
+// floors' values goes through this API (and, for policy changes, through
+// pg/hwm/policy_carry.hpp); no C++ file outside pg/hwm names the HWM tables
+// (the extension scripts drop a dropped table's rows in its sql_drop event
+// triggers). The floors' policy columns (enabled, idle) are set by
 // pg/api/retire.cpp.
 //
 // Every raise is one atomic step: a conditional UPDATE, or an INSERT ... ON
