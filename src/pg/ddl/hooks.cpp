@@ -131,12 +131,18 @@ void FollowPolicy(Oid relid, ProtectedRow *row) {
     SyncGuards(relid);
 }
 
+// A table whose state fencing_transfer_state() handed on: it refuses every
+// write (its zz_fencing_swapped_out trigger) and is not fenced again.
+bool IsSwappedOut(Oid relid) {
+    return OidIsValid(get_trigger_oid(relid, "zz_fencing_swapped_out", true));
+}
+
 // Whether a table that is not protected, nor a partition of one, is fenced
 // automatically: fencing.auto_protect is on and it has exactly one
 // fencing_token column (its name in row). A NOTICE says why a table with
 // the column is left alone. A pg_repack work table never is.
 bool WantsAutoProtection(Oid relid, ProtectedRow *row) {
-    if (!AutoProtectEnabled() || InRepackSchema(relid))
+    if (!AutoProtectEnabled() || InRepackSchema(relid) || IsSwappedOut(relid))
         return false;
     memset(row, 0, sizeof(*row));
     int n = TokenColumns(relid, row->token_column);
