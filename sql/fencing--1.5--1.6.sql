@@ -132,6 +132,92 @@ BEGIN
     END IF;
 END $$;
 
+-- A row-scope table whose primary key was dropped while it had tombstones
+-- (Alembic's batch recreate drops the old table's constraints before it
+-- copies and drops it): the key the tombstones are keyed by, held until the
+-- same key is added back. Meanwhile the table refuses writes
+-- (zz_fencing_key_detached): without its key an INSERT of a deleted key could
+-- not be judged, nor a DELETE leave a tombstone. A DROP keeps the tombstones
+-- under the held key.
+CREATE TABLE fencing.held_key (
+    relid         pg_catalog.regclass PRIMARY KEY,
+    key_signature pg_catalog.text[] NOT NULL
+);
+ALTER TABLE fencing.held_key SET ACCESS METHOD heap;
+SELECT pg_catalog.pg_extension_config_dump('fencing.held_key', '');
+
+-- Before ALTER TABLE ... DROP CONSTRAINT drops rel's primary key
+-- (fencing.ddl_check_start).
+CREATE FUNCTION fencing.hold_key(rel pg_catalog.oid)
+    RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    INSERT INTO fencing.held_key (relid, key_signature)
+    VALUES (rel, fencing.key_signature(rel)) ON CONFLICT (relid) DO NOTHING;
+END $$;
+REVOKE ALL ON FUNCTION fencing.hold_key(pg_catalog.oid) FROM PUBLIC;
+
+-- rel's primary key as its tombstones are keyed: its own, or the one held.
+CREATE FUNCTION fencing.tombstone_key_signature(rel pg_catalog.oid)
+    RETURNS pg_catalog.text[] LANGUAGE sql STABLE SET search_path = pg_catalog, pg_temp AS $$
+    SELECT COALESCE((SELECT h.key_signature FROM fencing.held_key h
+                      WHERE h.relid OPERATOR(pg_catalog.=) rel), fencing.key_signature(rel))
+$$;
+
+CREATE FUNCTION fencing.key_detached() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    RAISE EXCEPTION 'fenced table %.% has tombstones but no primary key',
+            pg_catalog.quote_ident(TG_TABLE_SCHEMA), pg_catalog.quote_ident(TG_TABLE_NAME)
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              DETAIL = pg_catalog.format('Its tombstones are keyed by (%s); without that key a '
+                       'write cannot be judged by them.', TG_ARGV[0]),
+              HINT = 'Add the primary key back, or drop the table (its state is kept under its '
+                     'name for the table that takes it).';
+END $$;
+
+-- After ALTER TABLE on rel: a held key is released when the same key is
+-- back, refused when another key took its place, and the table refuses
+-- writes while it has none.
+CREATE FUNCTION fencing.follow_held_key(rel pg_catalog.oid)
+    RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    held pg_catalog.text[];
+    now_key pg_catalog.text[] := fencing.key_signature(rel);
+    marked pg_catalog.bool;
+BEGIN
+    SELECT h.key_signature INTO held FROM fencing.held_key h WHERE h.relid OPERATOR(pg_catalog.=) rel;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    marked := EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+                       WHERE t.tgrelid OPERATOR(pg_catalog.=) rel
+                         AND t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_key_detached');
+    IF now_key IS NULL THEN
+        IF NOT marked THEN
+            EXECUTE pg_catalog.format(
+                'CREATE TRIGGER zz_fencing_key_detached BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE'
+                ' ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencing.key_detached(%L)',
+                rel::pg_catalog.regclass, pg_catalog.array_to_string(held, ', '));
+            EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_fencing_key_detached',
+                                      rel::pg_catalog.regclass);
+        END IF;
+        RETURN;
+    END IF;
+    IF now_key IS DISTINCT FROM held THEN
+        RAISE EXCEPTION 'cannot change the primary key of fenced table %: it has tombstones',
+                rel::pg_catalog.regclass
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('Its tombstones are keyed by (%s), not (%s).',
+                           pg_catalog.array_to_string(held, ', '), pg_catalog.array_to_string(now_key, ', ')),
+                  HINT = 'Add the primary key the tombstones are keyed by.';
+    END IF;
+    DELETE FROM fencing.held_key WHERE relid OPERATOR(pg_catalog.=) rel;
+    IF marked THEN
+        EXECUTE pg_catalog.format('DROP TRIGGER zz_fencing_key_detached ON %s', rel::pg_catalog.regclass);
+    END IF;
+END $$;
+REVOKE ALL ON FUNCTION fencing.follow_held_key(pg_catalog.oid) FROM PUBLIC;
+
 -- fencing_transfer_state()'s work, once the caller owns both tables and has
 -- locked them (src/pg/api/transfer.cpp).
 CREATE FUNCTION fencing.transfer_state_apply(source pg_catalog.oid, target pg_catalog.oid)
@@ -149,7 +235,7 @@ BEGIN
                   HINT = 'Transfer from the fenced table being replaced (a partitioned table''s parent, not a partition).';
     END IF;
     misfit := fencing.state_misfit(target, p, fencing.column_type(source, p.token_column),
-                  fencing.column_type(source, p.resource_column), fencing.key_signature(source),
+                  fencing.column_type(source, p.resource_column), fencing.tombstone_key_signature(source),
                   EXISTS (SELECT 1 FROM fencing.row_tombstone t
                            WHERE t.relid OPERATOR(pg_catalog.=) source));
     IF misfit IS NOT NULL THEN
@@ -170,6 +256,7 @@ BEGIN
     DELETE FROM fencing.tombstone_floor f WHERE f.relid OPERATOR(pg_catalog.=) source
         RETURNING pg_catalog.to_jsonb(f) OPERATOR(pg_catalog.-) 'relid' INTO tfloor;
     PERFORM fencing.merge_table_state(target, kept_hwm, tfloor);
+    DELETE FROM fencing.held_key WHERE relid OPERATOR(pg_catalog.=) source;
     DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) source;
     PERFORM fencing.install_policy(target, p);
     -- The old table refuses every write from now on: a writer that resolved
@@ -236,7 +323,7 @@ BEGIN
                                             key_signature, table_hwm, tombstone_floor, owner)
     SELECT name, pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.-) 'relid',
            fencing.column_type(rel, p.token_column), fencing.column_type(rel, p.resource_column),
-           fencing.key_signature(rel), kept_hwm, tfloor, pg_catalog.pg_get_userbyid(c.relowner)
+           fencing.tombstone_key_signature(rel), kept_hwm, tfloor, pg_catalog.pg_get_userbyid(c.relowner)
       FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) rel
     ON CONFLICT (table_name) DO UPDATE
     SET policy = excluded.policy, token_type = excluded.token_type,
@@ -253,6 +340,7 @@ BEGIN
         ON CONFLICT (table_name, key) DO UPDATE
         SET hwm = GREATEST(d.hwm, excluded.hwm),
             raised_at = GREATEST(d.raised_at, excluded.raised_at);
+    DELETE FROM fencing.held_key WHERE relid OPERATOR(pg_catalog.=) rel;
     RAISE NOTICE 'fencing state of dropped table % is kept under its name', name
         USING DETAIL = 'A table that takes the name takes its policy, tombstones and high-water marks.',
               HINT = 'See fencing_dropped_state; fencing_forget_dropped() discards it (logged).';
@@ -310,12 +398,13 @@ CREATE FUNCTION fencing.on_ddl_adopt_dropped() RETURNS event_trigger
 DECLARE
     cmd record;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM fencing.dropped_state) THEN
+    IF NOT EXISTS (SELECT 1 FROM fencing.dropped_state) AND NOT EXISTS (SELECT 1 FROM fencing.held_key) THEN
         RETURN;
     END IF;
     FOR cmd IN SELECT DISTINCT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
                WHERE c.object_type OPERATOR(pg_catalog.=) 'table'
     LOOP
+        PERFORM fencing.follow_held_key(cmd.objid);
         PERFORM fencing.adopt_dropped_state(cmd.objid);
     END LOOP;
 END $$;
