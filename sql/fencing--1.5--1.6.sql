@@ -11,12 +11,17 @@
 --    tombstones, table HWM, tombstone floor and retirement settings) to the
 --    table that replaces it; the source is swapped out (refuses writes).
 --  * DROP TABLE / DROP SCHEMA / DROP OWNED of a fenced table that holds state
---    keeps its policy and state under its qualified name; the next table to
---    take that name (CREATE, RENAME, SET SCHEMA) adopts them (Alembic's
---    batch recreate: create tmp, copy, DROP, RENAME tmp).
+--    keeps its policy and state under its qualified name until the end of
+--    the transaction; a table that takes that name in the same transaction
+--    (CREATE, RENAME, SET SCHEMA) adopts them (Alembic's batch recreate:
+--    create tmp, copy, DROP, RENAME tmp, in one transaction). A DROP that no
+--    table follows deletes the table's data and its state, as before.
 -- docs/migrations.md has the recipes.
 
--- Kept state of dropped fenced tables, by the table's quoted qualified name.
+-- Kept state of fenced tables dropped by the current transaction, by the
+-- table's quoted qualified name. Rows of other (ended) transactions are inert
+-- and removed by the next DROP. Not dumped: nothing in it outlives its
+-- transaction.
 CREATE TABLE fencing.dropped_state (
     table_name      pg_catalog.text PRIMARY KEY,      -- format('%I.%I', schema, table)
     policy          pg_catalog.jsonb NOT NULL,        -- its fencing.protected row, relid left out
@@ -26,7 +31,8 @@ CREATE TABLE fencing.dropped_state (
     table_hwm       pg_catalog.int8,
     tombstone_floor pg_catalog.jsonb,                 -- its fencing.tombstone_floor row, relid left out
     owner           pg_catalog.name NOT NULL,         -- the dropped table's owner
-    dropped_at      pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now()
+    dropped_at      pg_catalog.timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    dropped_xid     pg_catalog.xid8 NOT NULL DEFAULT pg_catalog.pg_current_xact_id()
 );
 ALTER TABLE fencing.dropped_state SET ACCESS METHOD heap;
 CREATE TABLE fencing.dropped_tombstone (
@@ -38,8 +44,6 @@ CREATE TABLE fencing.dropped_tombstone (
     PRIMARY KEY (table_name, key)
 );
 ALTER TABLE fencing.dropped_tombstone SET ACCESS METHOD heap;
-SELECT pg_catalog.pg_extension_config_dump('fencing.dropped_state', '');
-SELECT pg_catalog.pg_extension_config_dump('fencing.dropped_tombstone', '');
 
 -- The type of rel's column col (NULL when absent), and rel's primary key as
 -- 'column type' in index order: what tombstone keys are encoded from.
@@ -319,6 +323,8 @@ BEGIN
     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO name
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
      WHERE c.oid OPERATOR(pg_catalog.=) rel;
+    DELETE FROM fencing.dropped_state d
+     WHERE d.dropped_xid OPERATOR(pg_catalog.<>) pg_catalog.pg_current_xact_id();
     INSERT INTO fencing.dropped_state AS d (table_name, policy, token_type, resource_type,
                                             key_signature, table_hwm, tombstone_floor, owner)
     SELECT name, pg_catalog.to_jsonb(p) OPERATOR(pg_catalog.-) 'relid',
@@ -341,15 +347,13 @@ BEGIN
         SET hwm = GREATEST(d.hwm, excluded.hwm),
             raised_at = GREATEST(d.raised_at, excluded.raised_at);
     DELETE FROM fencing.held_key WHERE relid OPERATOR(pg_catalog.=) rel;
-    RAISE NOTICE 'fencing state of dropped table % is kept under its name', name
-        USING DETAIL = 'A table that takes the name takes its policy, tombstones and high-water marks.',
-              HINT = 'See fencing_dropped_state; fencing_forget_dropped() discards it (logged).';
+    RAISE DEBUG 'fencing state of dropped table % is kept under its name until the transaction ends', name;
 END $$;
 REVOKE ALL ON FUNCTION fencing.keep_dropped_state(pg_catalog.oid) FROM PUBLIC;
 
 -- After CREATE TABLE, ALTER TABLE ... RENAME / SET SCHEMA (any ALTER): a
--- table that has the name of a dropped fenced table takes its kept state,
--- or a WARNING says why not and the state stays kept.
+-- table that takes the name of a fenced table dropped by this transaction
+-- takes its kept state, or is refused.
 CREATE FUNCTION fencing.adopt_dropped_state(rel pg_catalog.oid)
     RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -362,7 +366,10 @@ BEGIN
       FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
      WHERE c.oid OPERATOR(pg_catalog.=) rel AND c.relkind IN ('r', 'p')
        AND c.relpersistence OPERATOR(pg_catalog.<>) 't';
-    SELECT * INTO d FROM fencing.dropped_state s WHERE s.table_name OPERATOR(pg_catalog.=) name FOR UPDATE;
+    SELECT * INTO d FROM fencing.dropped_state s
+     WHERE s.table_name OPERATOR(pg_catalog.=) name
+       AND s.dropped_xid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned()
+       FOR UPDATE;
     IF NOT FOUND THEN
         RETURN;
     END IF;
@@ -371,13 +378,14 @@ BEGIN
     misfit := fencing.state_misfit(rel, p, d.token_type, d.resource_type, d.key_signature,
                   EXISTS (SELECT 1 FROM fencing.dropped_tombstone t WHERE t.table_name OPERATOR(pg_catalog.=) name));
     IF misfit IS NOT NULL THEN
-        RAISE WARNING 'table % has the name of a dropped fenced table but does not take its fencing state: %',
+        RAISE EXCEPTION 'table % takes the name of a fenced table this transaction dropped, but cannot take its fencing state: %',
                 name, misfit
-            USING DETAIL = 'The dropped table''s policy, tombstones and high-water marks stay kept '
-                           'under the name (fencing_dropped_state).',
-                  HINT = 'Give the table the columns and primary key the policy names (the state is '
-                         'taken at the next ALTER TABLE), or discard the state with fencing_forget_dropped().';
-        RETURN;
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The dropped table''s policy, tombstones and high-water marks would be lost '
+                           'when the transaction ends, and writes it refused would be accepted.',
+                  HINT = pg_catalog.format('Give the new table the columns and primary key the policy names, '
+                         'or, to start it afresh, discard the state first: SELECT fencing_forget_dropped(%L) '
+                         '(logged in fencing.reset_log).', name);
     END IF;
     INSERT INTO fencing.row_tombstone AS t (relid, key, hwm, raised_at)
         SELECT rel, s.key, s.hwm, s.raised_at FROM fencing.dropped_tombstone s
@@ -398,7 +406,9 @@ CREATE FUNCTION fencing.on_ddl_adopt_dropped() RETURNS event_trigger
 DECLARE
     cmd record;
 BEGIN
-    IF NOT EXISTS (SELECT 1 FROM fencing.dropped_state) AND NOT EXISTS (SELECT 1 FROM fencing.held_key) THEN
+    IF NOT EXISTS (SELECT 1 FROM fencing.dropped_state s
+                    WHERE s.dropped_xid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned())
+       AND NOT EXISTS (SELECT 1 FROM fencing.held_key) THEN
         RETURN;
     END IF;
     FOR cmd IN SELECT DISTINCT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
@@ -422,10 +432,11 @@ CREATE VIEW @extschema@.fencing_dropped_state AS
            (SELECT pg_catalog.count(*) FROM fencing.dropped_tombstone t
              WHERE t.table_name OPERATOR(pg_catalog.=) d.table_name) AS tombstones,
            d.owner, d.dropped_at
-      FROM fencing.dropped_state d;
+      FROM fencing.dropped_state d
+     WHERE d.dropped_xid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned();
 GRANT SELECT ON @extschema@.fencing_dropped_state TO PUBLIC;
 COMMENT ON VIEW @extschema@.fencing_dropped_state IS
-    'fencing state of dropped fenced tables, kept under their names for the next table to take the name';
+    'fencing state of the fenced tables this transaction dropped, kept under their names for a table that takes the name before it ends';
 
 CREATE FUNCTION @extschema@.fencing_forget_dropped(table_name pg_catalog.text)
     RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_forget_dropped' LANGUAGE C VOLATILE STRICT;

@@ -94,7 +94,12 @@ SELECT fencing_transfer_state('t_plain', 't_bigkey');
 CREATE ROLE swap_stranger;
 SET ROLE swap_stranger;
 SELECT fencing_transfer_state('t_src', 't_bigkey');
+BEGIN;
+RESET ROLE;
+DROP TABLE t_src;
+SET ROLE swap_stranger;
 SELECT fencing_forget_dropped('public.t_src');
+ROLLBACK;
 RESET ROLE;
 -- transferring back undoes a swap
 CREATE TABLE t_back (id int PRIMARY KEY, fence fencing_token);
@@ -105,37 +110,51 @@ SELECT fencing_high_water('t_src', '{"id": 1}') AS t_src_back;
 BEGIN; SET LOCAL fencing.token = 4; INSERT INTO t_src VALUES (9); COMMIT;
 DROP TABLE t_bigkey, t_notoken, t_plain, t_back;
 
--- DROP of a fenced table with state keeps it under its name; the next table
--- to take the name (CREATE, or a RENAME as Alembic's batch mode does) gets it.
+-- DROP of a fenced table with state keeps it under its name until the
+-- transaction ends; a table that takes the name in the same transaction
+-- (CREATE, or a RENAME as Alembic's batch mode does) gets it.
+BEGIN;
 DROP TABLE t_src;
 SELECT table_name, scope, table_hwm, tombstones FROM fencing_dropped_state;
 CREATE TABLE t_src (id int PRIMARY KEY, fence fencing_token, extra int);
+SELECT count(*) AS kept FROM fencing_dropped_state;
+COMMIT;
 SELECT fencing_high_water('t_src', '{"id": 1}') AS recreated;
 BEGIN; SET LOCAL fencing.token = 2; INSERT INTO t_src VALUES (1); ROLLBACK;
+BEGIN;
 DROP TABLE ledger;
 CREATE TABLE ledger_tmp (id int PRIMARY KEY, amount int, fence fencing_token, more text);
 ALTER TABLE ledger_tmp RENAME TO ledger;
+COMMIT;
 SELECT table_name, scope FROM fencing_protected WHERE table_name = 'ledger'::regclass;
 SELECT fencing_high_water('ledger') AS ledger_recreated;
--- a table of that name that cannot carry it: WARNING, the state stays kept
+-- a table of that name that cannot carry it is refused ...
+BEGIN;
 DROP TABLE ledger;
 CREATE TABLE ledger (id int PRIMARY KEY, amount int);
-SELECT table_name, scope, table_hwm FROM fencing_dropped_state;
--- ... until the table can (the next ALTER TABLE takes it)
-ALTER TABLE ledger ADD COLUMN fence fencing_token;
-SELECT table_name, scope FROM fencing_protected WHERE table_name = 'ledger'::regclass;
-SELECT fencing_high_water('ledger') AS ledger_taken_late;
--- discarding kept state is the owner's, and logged
-DROP TABLE ledger;
+ROLLBACK;
+BEGIN;
+DROP TABLE t_src;
+CREATE TABLE t_src (id bigint PRIMARY KEY, fence fencing_token);
+ROLLBACK;
+-- ... unless the state is discarded first: the owner's call, logged
 SELECT fencing_forget_dropped('nope.nothing');
+BEGIN;
+DROP TABLE ledger;
 SELECT fencing_forget_dropped('public.ledger');
 SELECT count(*) AS kept FROM fencing_dropped_state;
+CREATE TABLE ledger (id int PRIMARY KEY, amount int);
+COMMIT;
 SELECT target, key, old_hwm FROM fencing.reset_log WHERE target LIKE 'dropped table%';
--- a row-scope table without state keeps nothing
-CREATE TABLE plain_row (id int PRIMARY KEY, fence fencing_token);
-INSERT INTO plain_row VALUES (1, 1);
-DROP TABLE plain_row;
-SELECT count(*) AS kept FROM fencing_dropped_state;
+-- a DROP that no table follows in its transaction deletes the state with
+-- the data, as it always did; a later table of the name starts afresh
+CREATE TABLE gone (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('gone', scope => 'table');
+SELECT fencing_advance('gone', 70);
+DROP TABLE gone;
+CREATE TABLE gone (id int PRIMARY KEY, fence fencing_token);
+SELECT table_name, scope FROM fencing_protected WHERE table_name = 'gone'::regclass;
+SELECT fencing_high_water('gone', '{"id": 1}') AS gone_fresh;
 
 -- A row-scope key dropped while it keys tombstones is held: the table
 -- refuses writes until the same key is added back; another key is refused.
@@ -149,12 +168,14 @@ ALTER TABLE held ADD PRIMARY KEY (id);
 BEGIN; SET LOCAL fencing.token = 15; INSERT INTO held VALUES (2, 1); ROLLBACK;
 BEGIN; SET LOCAL fencing.token = 30; INSERT INTO held VALUES (5, 1); COMMIT;
 -- dropped without its key: the tombstones are kept under the held key
+BEGIN;
 ALTER TABLE held DROP CONSTRAINT held_pkey;
 DROP TABLE held;
 SELECT table_name, tombstones FROM fencing_dropped_state;
 CREATE TABLE held (id int PRIMARY KEY, v int, fence fencing_token);
+COMMIT;
 BEGIN; SET LOCAL fencing.token = 15; INSERT INTO held VALUES (2, 1); ROLLBACK;
 
-DROP TABLE acct, orders, t_src, held;
-SELECT fencing_forget_dropped(table_name) FROM fencing_dropped_state;
+DROP TABLE acct, orders, t_src, held, ledger, gone;
+SELECT count(*) AS held_keys FROM fencing.held_key;
 DROP ROLE swap_stranger;

@@ -67,13 +67,16 @@ Datum ForgetDropped(FunctionCallInfo fcinfo) {
                    " pg_catalog.parse_ident($1) AS i"
                    " WHERE pg_catalog.cardinality(i) OPERATOR(pg_catalog.=) 2"
                    "   AND d.table_name OPERATOR(pg_catalog.=) pg_catalog.format('%I.%I', i[1], i[2])"
+                   "   AND d.dropped_xid OPERATOR(pg_catalog.=)"
+                   "       pg_catalog.pg_current_xact_id_if_assigned()"
                    " FOR UPDATE OF d",
                    1, types, values, nullptr, false);
     if (SPI_processed == 0)
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("no fencing state is kept for a dropped table %s", given),
+                        errmsg("this transaction dropped no fenced table %s whose state is kept",
+                               given),
                         errhint("Give the name as schema.table; fencing_dropped_state lists "
-                                "what is kept.")));
+                                "what this transaction keeps.")));
     char *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
     char *owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
     Oid owner_oid = get_role_oid(owner, true);
