@@ -196,6 +196,19 @@ BEGIN
     marked := EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
                        WHERE t.tgrelid OPERATOR(pg_catalog.=) rel
                          AND t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_key_detached');
+    IF EXISTS (SELECT 1 FROM pg_catalog.unnest(held) AS k(col)
+                WHERE k.col OPERATOR(pg_catalog.<>) ALL (
+                      SELECT pg_catalog.format('%I %s', a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod))
+                        FROM pg_catalog.pg_attribute a
+                       WHERE a.attrelid OPERATOR(pg_catalog.=) rel AND a.attnum OPERATOR(pg_catalog.>) 0
+                         AND NOT a.attisdropped)) THEN
+        RAISE EXCEPTION 'cannot change the columns of the dropped primary key of fenced table %: it has tombstones',
+                rel::pg_catalog.regclass
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = pg_catalog.format('Its tombstones are keyed by (%s); the key is held until it is added back.',
+                           pg_catalog.array_to_string(held, ', ')),
+                  HINT = 'Keep those columns as they are, and add the primary key back.';
+    END IF;
     IF now_key IS NULL THEN
         IF NOT marked THEN
             EXECUTE pg_catalog.format(
@@ -442,3 +455,18 @@ CREATE FUNCTION @extschema@.fencing_forget_dropped(table_name pg_catalog.text)
     RETURNS pg_catalog.int8 AS 'MODULE_PATHNAME', 'fencing_forget_dropped' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@.fencing_forget_dropped(pg_catalog.text) IS
     'discards the kept fencing state of a dropped table (its owner; logged in fencing.reset_log)';
+
+-- == parallel restore of partitioned fenced tables ==
+-- pg_restore -j runs each partition's ADD CONSTRAINT, each guard's CREATE
+-- TRIGGER and the COPY of fencing.protected in parallel; each of them
+-- re-installs the guards of the whole partition tree (every leaf and the
+-- policy row), so two of them deadlocked. One lock per partition tree
+-- (LockPolicyTree, src/pg/catalog/policy_store.hpp) orders them: taken at
+-- ddl_command_start (fencing.on_guard_ddl) before the command locks a table,
+-- and here before a policy row is inserted.
+CREATE FUNCTION fencing.protected_lock_tree() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_protected_lock_tree' LANGUAGE C;
+REVOKE ALL ON FUNCTION fencing.protected_lock_tree() FROM PUBLIC;
+CREATE TRIGGER protected_lock_tree BEFORE INSERT ON fencing.protected
+    FOR EACH ROW EXECUTE FUNCTION fencing.protected_lock_tree();
+ALTER TABLE fencing.protected ENABLE ALWAYS TRIGGER protected_lock_tree;

@@ -247,6 +247,22 @@ FENCING_FUNCTION(fencing_protected_sync) {
     return PointerGetDatum(nullptr);
 }
 
+// BEFORE INSERT ON fencing.protected, ENABLE ALWAYS: the tree's policy lock
+// before the row (or the row it conflicts with) is locked (LockPolicyTree).
+FENCING_FUNCTION(fencing_protected_lock_tree) {
+    TriggerData *td = TriggerCallData(fcinfo, "fencing.protected_lock_tree()");
+    if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+        !TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_lock_tree() must be fired as a BEFORE INSERT "
+                               "row trigger")));
+    bool isnull;
+    Datum relid = heap_getattr(td->tg_trigtuple, 1, RelationGetDescr(td->tg_relation), &isnull);
+    if (!isnull && SearchSysCacheExists1(RELOID, relid))
+        LockPolicyTree(DatumGetObjectId(relid));
+    return PointerGetDatum(td->tg_trigtuple);
+}
+
 // Called by the ddl_command_end event trigger for each table a command created
 // or altered. Not granted to PUBLIC.
 FENCING_FUNCTION(fencing_on_table_ddl) {

@@ -226,6 +226,7 @@ char *GuardProblem(Oid relid, MemoryContext result_context) {
 // Re-installs relid's guards from its policy: rewriting the row fires
 // fencing.protected_sync. Inside an internal session.
 bool RepairGuards(Oid relid) {
+    LockPolicyTree(relid);
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
     return RunInternalSql(
@@ -448,6 +449,20 @@ void BeforeDependsOnExtension(AlterObjectDependsStmt *stmt, const FencingFunctio
     }
 }
 
+// Before CREATE TRIGGER, ALTER TABLE or ALTER INDEX locks its table: the
+// tree's policy lock (LockPolicyTree), so that two commands on one partition
+// tree run their guard work one after the other instead of deadlocking.
+void LockPolicyTreeOf(Node *tree) {
+    RangeVar *target = nullptr;
+    if (IsA(tree, CreateTrigStmt))
+        target = castNode(CreateTrigStmt, tree)->relation;
+    else if (IsA(tree, AlterTableStmt))
+        target = castNode(AlterTableStmt, tree)->relation;
+    Oid relid = target != nullptr ? RangeVarGetRelid(target, NoLock, true) : InvalidOid;
+    if (OidIsValid(relid))
+        LockPolicyTree(relid);
+}
+
 }  // namespace
 
 }  // namespace fencing::pg
@@ -540,6 +555,8 @@ FENCING_FUNCTION(fencing_on_guard_ddl) {
     bool at_end = strcmp(event->event, "ddl_command_end") == 0;
     Node *tree = event->parsetree;
     FencingFunctions fns = LookupFencingFunctions();
+    if (!at_end)
+        LockPolicyTreeOf(tree);
     switch (nodeTag(tree)) {
         case T_CreateTrigStmt:
             if (at_end)
