@@ -470,3 +470,17 @@ REVOKE ALL ON FUNCTION fencing.protected_lock_tree() FROM PUBLIC;
 CREATE TRIGGER protected_lock_tree BEFORE INSERT ON fencing.protected
     FOR EACH ROW EXECUTE FUNCTION fencing.protected_lock_tree();
 ALTER TABLE fencing.protected ENABLE ALWAYS TRIGGER protected_lock_tree;
+
+-- == partial restores come back fenced ==
+-- A table restored with session_replication_role = replica (as
+-- docs/operations.md advises for data) fired no ddl_command_end event
+-- trigger, so a table with a fencing_token column restored from a dump of
+-- single tables (pg_dump -t, -n, -N fencing) came back with no policy and no
+-- guard. Auto-protection now runs in replica mode too, as the guard's own
+-- event triggers do; a whole-database restore still brings the dumped policy
+-- (fencing.protected_upsert: the dumped row wins). fencing_verify_guards()
+-- also reports tables with a fencing_token column and no policy.
+ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE ALWAYS;
+ALTER EVENT TRIGGER fencing_ddl_command_end_more ENABLE ALWAYS;
+COMMENT ON FUNCTION @extschema@.fencing_verify_guards(pg_catalog.bool) IS
+    'protected tables whose guards are missing, disabled or stale, and tables with a fencing_token column but no policy; repair => true re-installs guards (table owner or superuser)';

@@ -19,6 +19,7 @@
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
+#include "pg/types/token_type.hpp"
 #include "pg/base/compat.hpp"
 
 extern "C" {
@@ -507,6 +508,56 @@ FENCING_FUNCTION(fencing_guard_status) {
     PG_RETURN_TEXT_P(cstring_to_text(problem));
 }
 
+// Tables the caller may read that have a fencing_token column but no policy
+// (a partial restore in replica mode, fencing_unprotect(), auto-protection
+// switched off): their writes are judged by nothing. Reported, not
+// repaired: which policy they need is the owner's call.
+static void ReportUnfencedTokenColumns(ReturnSetInfo *rsinfo, MemoryContext caller) {
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDOID};
+    Datum args[] = {ObjectIdGetDatum(FencingTokenTypeOid())};
+    RunInternalSql(
+        "SELECT c.oid, pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', '"
+        "       ORDER BY a.attnum)"
+        "  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a"
+        "    ON a.attrelid OPERATOR(pg_catalog.=) c.oid"
+        " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition"
+        "   AND c.relpersistence OPERATOR(pg_catalog.<>) 't'"
+        "   AND a.atttypid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+        "   AND NOT a.attisdropped"
+        "   AND c.relnamespace OPERATOR(pg_catalog.<>) 'fencing'::pg_catalog.regnamespace"
+        "   AND NOT EXISTS (SELECT 1 FROM fencing.protected p"
+        "                    WHERE p.relid OPERATOR(pg_catalog.=) c.oid)"
+        "   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t"
+        "                    WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid"
+        "                      AND t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_swapped_out')"
+        " GROUP BY c.oid ORDER BY c.oid",
+        1, types, args, nullptr, true);
+    uint64 n = SPI_processed;
+    Oid *relids = static_cast<Oid *>(MemoryContextAlloc(caller, sizeof(Oid) * (n + 1)));
+    char **columns = static_cast<char **>(MemoryContextAlloc(caller, sizeof(char *) * (n + 1)));
+    for (uint64 i = 0; i < n; ++i) {
+        bool isnull;
+        relids[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+        columns[i] = MemoryContextStrdup(
+            caller, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+    }
+    EndInternal(&access);
+    for (uint64 i = 0; i < n; ++i) {
+        if (pg_class_aclcheck(relids[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+            continue;
+        char *problem = psprintf("fencing_token column %s not fenced: the table has no fencing "
+                                 "policy (fencing_protect() fences it)",
+                                 columns[i]);
+        Datum values[3] = {ObjectIdGetDatum(relids[i]), CStringGetTextDatum(problem),
+                           BoolGetDatum(false)};
+        bool nulls[3] = {false, false, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+}
+
 // fencing_verify_guards(repair): every protected table the caller may read
 // whose guards are missing, disabled, internal or stale; with repair, the
 // caller's own tables (a superuser's: all) get their guards re-installed.
@@ -541,6 +592,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         bool nulls[3] = {false, false, false};
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
+    ReportUnfencedTokenColumns(rsinfo, caller);
     return PointerGetDatum(nullptr);
 }
 
