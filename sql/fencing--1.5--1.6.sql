@@ -99,13 +99,16 @@ END $$;
 -- fenced already; fencing.protected_sync installs its guards.
 CREATE FUNCTION fencing.install_policy(target pg_catalog.oid, p fencing.protected)
     RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+    marked pg_catalog.regclass;
 BEGIN
-    IF EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
-                WHERE t.tgrelid OPERATOR(pg_catalog.=) target
-                  AND t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_swapped_out') THEN
-        EXECUTE pg_catalog.format('DROP TRIGGER zz_fencing_swapped_out ON %s',
-                                  target::pg_catalog.regclass);
-    END IF;
+    FOR marked IN SELECT t.tgrelid::pg_catalog.regclass FROM pg_catalog.pg_trigger t
+                   WHERE t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_swapped_out'
+                     AND (t.tgrelid OPERATOR(pg_catalog.=) target
+                          OR t.tgrelid IN (SELECT r.relid FROM pg_catalog.pg_partition_tree(target) r))
+    LOOP
+        EXECUTE pg_catalog.format('DROP TRIGGER zz_fencing_swapped_out ON %s', marked);
+    END LOOP;
     p.relid := target;
     INSERT INTO fencing.protected SELECT p.*;
 END $$;
@@ -244,6 +247,7 @@ DECLARE
     misfit pg_catalog.text;
     kept_hwm pg_catalog.int8;
     tfloor pg_catalog.jsonb;
+    part pg_catalog.regclass;
 BEGIN
     SELECT * INTO p FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) source;
     IF NOT FOUND THEN
@@ -277,13 +281,17 @@ BEGIN
     DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) source;
     PERFORM fencing.install_policy(target, p);
     -- The old table refuses every write from now on: a writer that resolved
-    -- it before the swap must not write where nothing judges it.
-    EXECUTE pg_catalog.format(
-        'CREATE TRIGGER zz_fencing_swapped_out BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE'
-        ' ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencing.swapped_out(%L)',
-        source::pg_catalog.regclass, target::pg_catalog.oid::pg_catalog.text);
-    EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_fencing_swapped_out',
-                              source::pg_catalog.regclass);
+    -- it before the swap must not write where nothing judges it. Statement
+    -- triggers of a partitioned table do not fire for writes that name a
+    -- partition: every table of the tree gets one.
+    FOR part IN SELECT source::pg_catalog.regclass
+                UNION SELECT t.relid FROM pg_catalog.pg_partition_tree(source) t LOOP
+        EXECUTE pg_catalog.format(
+            'CREATE TRIGGER zz_fencing_swapped_out BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE'
+            ' ON %s FOR EACH STATEMENT EXECUTE FUNCTION fencing.swapped_out(%L)',
+            part, target::pg_catalog.oid::pg_catalog.text);
+        EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER zz_fencing_swapped_out', part);
+    END LOOP;
 END $$;
 REVOKE ALL ON FUNCTION fencing.transfer_state_apply(pg_catalog.oid, pg_catalog.oid) FROM PUBLIC;
 
