@@ -103,7 +103,7 @@ INSERT INTO ev_eu VALUES (5, 'eu', 1, 100);
 UPDATE ev_us SET v = 1;
 SELECT count(*) AS swapped_out_triggers FROM pg_trigger WHERE tgname = 'zz_fencing_swapped_out';
 -- a partition cannot take a tree's state
-SELECT fencing_transfer_state('ev_old', 'ev_new_eu');
+SELECT fencing_transfer_state('ev', 'ev_new_eu');
 DROP TABLE ev_old;
 
 -- A target that cannot carry the state is refused, and nothing moves.
