@@ -91,6 +91,17 @@ BEGIN
     IF (SELECT c.relispartition FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) target) THEN
         RETURN 'it is a partition (its fenced table''s policy is its own)';
     END IF;
+    -- Its own state must keep judging it: a target fenced in table or
+    -- resource scope would lose its table HWM or namespace to the new policy.
+    IF EXISTS (SELECT 1 FROM fencing.protected t
+                WHERE t.relid OPERATOR(pg_catalog.=) target
+                  AND t.scope OPERATOR(pg_catalog.<>) 'row'
+                  AND (t.scope, t.resource_namespace) IS DISTINCT FROM (p.scope, p.resource_namespace)) THEN
+        RETURN 'it is fenced in ' || (SELECT t.scope FROM fencing.protected t
+                                       WHERE t.relid OPERATOR(pg_catalog.=) target)
+               || ' scope itself, and its own high-water marks would no longer judge it'
+               ' (leave the new table in row scope, as CREATE TABLE ... LIKE fences it)';
+    END IF;
     RETURN NULL;
 END $$;
 

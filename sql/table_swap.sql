@@ -114,6 +114,12 @@ SELECT fencing_transfer_state('t_src', 't_bigkey');
 CREATE TABLE t_notoken (id int PRIMARY KEY, other fencing_token);
 SELECT fencing_transfer_state('t_src', 't_notoken');
 SELECT fencing_transfer_state('t_src', 't_src');
+-- a target fenced in table scope would lose its own HWM to a row policy
+CREATE TABLE t_tab (id int PRIMARY KEY, fence fencing_token);
+SELECT fencing_protect('t_tab', scope => 'table');
+SELECT fencing_advance('t_tab', 99);
+SELECT fencing_transfer_state('t_src', 't_tab');
+DROP TABLE t_tab;
 SELECT fencing_high_water('t_src', '{"id": 1}') AS t_src_still;
 -- a table that is not fenced has nothing to hand on
 CREATE TABLE t_plain (id int PRIMARY KEY);
