@@ -198,6 +198,43 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing.guard_status(regclass)', 'OID 0', $$SELECT fencing.guard_status(0)$$),
 ('fencing.guard_status(regclass)', 'mixed case', $$SELECT fencing.guard_status('"My Schema"."Mixed Case"')$$);
 
+-- Table swaps, recreates and drops (fencing_transfer_state, kept state) ------
+INSERT INTO catalogue (fn, input, sql) VALUES
+('fencing_transfer_state(regclass,regclass)', 'NULL source', $$SELECT fencing_transfer_state(NULL, 'bi_row')$$),
+('fencing_transfer_state(regclass,regclass)', 'NULL target', $$SELECT fencing_transfer_state('bi_row', NULL)$$),
+('fencing_transfer_state(regclass,regclass)', 'dropped target', format($$SELECT fencing_transfer_state('bi_row', %s)$$, :dropped_oid)),
+('fencing_transfer_state(regclass,regclass)', 'same table', $$SELECT fencing_transfer_state('bi_row', 'bi_row')$$),
+('fencing_transfer_state(regclass,regclass)', 'unprotected source', $$SELECT fencing_transfer_state('bi_plain', 'bi_row')$$),
+('fencing_transfer_state(regclass,regclass)', 'an index', $$SELECT fencing_transfer_state('bi_row', 'bi_row_pkey')$$),
+('fencing_transfer_state(regclass,regclass)', 'a catalog', $$SELECT fencing_transfer_state('bi_row', 'pg_class')$$),
+('fencing_transfer_state(regclass,regclass)', 'target without the columns', $$SELECT fencing_transfer_state('bi_res', 'bi_plain')$$),
+('fencing_transfer_state(regclass,regclass)', 'mixed case', $$SELECT fencing_transfer_state('"My Schema"."Mixed Case"', 'bi_plain')$$),
+('fencing_forget_dropped(text)', 'NULL', $$SELECT fencing_forget_dropped(NULL)$$),
+('fencing_forget_dropped(text)', 'nothing kept', $$SELECT fencing_forget_dropped('public.bi_row')$$),
+('fencing_forget_dropped(text)', 'bad identifier', $$SELECT fencing_forget_dropped('"unterminated')$$),
+('fencing_forget_dropped(text)', 'three parts', $$SELECT fencing_forget_dropped('a.b.c')$$),
+('fencing_forget_dropped(text)', 'empty', $$SELECT fencing_forget_dropped('')$$),
+('fencing.column_type(oid,name)', 'NULL', $$SELECT fencing.column_type(NULL, NULL)$$),
+('fencing.column_type(oid,name)', 'system column', $$SELECT fencing.column_type('bi_row'::regclass, 'ctid')$$),
+('fencing.key_signature(oid)', 'no primary key', $$SELECT fencing.key_signature('bi_nopk'::regclass)$$),
+('fencing.key_signature(oid)', 'OID 0', $$SELECT fencing.key_signature(0)$$),
+('fencing.tombstone_key_signature(oid)', 'NULL', $$SELECT fencing.tombstone_key_signature(NULL)$$),
+('fencing.state_misfit(oid,fencing.protected,text,text,text[],boolean)', 'NULLs', $$SELECT fencing.state_misfit(NULL, NULL, NULL, NULL, NULL, NULL)$$),
+('fencing.install_policy(oid,fencing.protected)', 'NULLs', $$SELECT fencing.install_policy(NULL, NULL)$$),
+('fencing.merge_table_state(oid,bigint,jsonb)', 'NULLs', $$SELECT fencing.merge_table_state(NULL, NULL, NULL)$$),
+('fencing.merge_table_state(oid,bigint,jsonb)', 'bad floor', $$SELECT fencing.merge_table_state('bi_plain'::regclass, NULL, '{"floor": "x"}')$$),
+('fencing.hold_key(oid)', 'NULL', $$SELECT fencing.hold_key(NULL)$$),
+('fencing.hold_key(oid)', 'no primary key', $$SELECT fencing.hold_key('bi_nopk'::regclass)$$),
+('fencing.follow_held_key(oid)', 'NULL', $$SELECT fencing.follow_held_key(NULL)$$),
+('fencing.transfer_state_apply(oid,oid)', 'NULLs', $$SELECT fencing.transfer_state_apply(NULL, NULL)$$),
+('fencing.keep_dropped_state(oid)', 'NULL', $$SELECT fencing.keep_dropped_state(NULL)$$),
+('fencing.keep_dropped_state(oid)', 'unprotected table', $$SELECT fencing.keep_dropped_state('bi_plain'::regclass)$$),
+('fencing.adopt_dropped_state(oid)', 'NULL', $$SELECT fencing.adopt_dropped_state(NULL)$$),
+('fencing.key_detached()', 'called directly', $$SELECT fencing.key_detached()$$),
+('fencing.swapped_out()', 'called directly', $$SELECT fencing.swapped_out()$$),
+('fencing.on_ddl_adopt_dropped()', 'called directly', $$SELECT fencing.on_ddl_adopt_dropped()$$),
+('fencing.protected_lock_tree()', 'called directly', $$SELECT fencing.protected_lock_tree()$$);
+
 -- fencing_protect / fencing_unprotect ----------------------------------------
 INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing_protect(regclass,name,text,name,text,text,boolean,boolean)', 'NULL target', $$SELECT fencing_protect(NULL)$$),

@@ -271,6 +271,41 @@ sub check_retirement
 	return;
 }
 
+# From 1.6 on: a table swap (fencing_transfer_state) of tables fenced before
+# the update carries their tombstones, table HWM and policy; a drop and
+# recreate in one transaction (Alembic's batch mode) too.
+sub check_swap
+{
+	my ($db, $label) = @_;
+	my $state_sql = q{SELECT fencing_high_water('inventory', '{"item": "b"}') || ' ' || fencing_high_water('ledger')
+	                  || ' ' || (SELECT scope || '/' || strict FROM fencing_protected WHERE table_name = 'ledger'::regclass)};
+	my $before = query($node, $db, $state_sql);
+	$node->safe_psql($db, q{
+CREATE TABLE inventory_new (LIKE inventory INCLUDING ALL);
+INSERT INTO inventory_new SELECT * FROM inventory;
+CREATE TABLE ledger_new (LIKE ledger INCLUDING ALL);
+INSERT INTO ledger_new SELECT * FROM ledger;
+BEGIN;
+SELECT fencing_transfer_state('inventory', 'inventory_new');
+SELECT fencing_transfer_state('ledger', 'ledger_new');
+ALTER TABLE inventory RENAME TO inventory_old;
+ALTER TABLE inventory_new RENAME TO inventory;
+ALTER TABLE ledger RENAME TO ledger_old;
+ALTER TABLE ledger_new RENAME TO ledger;
+COMMIT;
+DROP TABLE inventory_old, ledger_old;
+BEGIN;
+DROP TABLE codes;
+CREATE TABLE codes (code char(5) PRIMARY KEY, fence fencing_token, extra int);
+COMMIT;});
+	is(query($node, $db, $state_sql), $before, "$label: a table swap after the update carries tombstones, the table HWM and the policy");
+	is(sqlstate($node, $db, q{BEGIN; SET LOCAL fencing.token = 25; INSERT INTO inventory VALUES ('b', 1); COMMIT}),
+		'TF001', "$label: after the swap a stale re-insert of a deleted key is refused");
+	is(query($node, $db, q{SELECT fencing_high_water('codes', '{"code": "ab"}')}), '45',
+		"$label: a drop and recreate in one transaction keeps the tombstones");
+	return;
+}
+
 # The extension's members, to compare an updated install with a fresh one.
 my $members_sql = q{SELECT string_agg(pg_describe_object(classid, objid, objsubid), ',' ORDER BY 1)
        FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'};
@@ -301,6 +336,7 @@ for my $i (0 .. $#chain - 1)
 	check_writes($db, $label, $from, $before);
 	check_fail_closed($db, $label, $from);
 	check_retirement($db, $label);
+	check_swap($db, $label);
 	push @updated, [ $db, $label ];
 }
 
@@ -321,6 +357,7 @@ if (@chain > 2)
 	check_writes($db, '1.0 stepwise', '1.0', $before);
 	check_fail_closed($db, '1.0 stepwise', '1.0');
 	check_retirement($db, '1.0 stepwise');
+	check_swap($db, '1.0 stepwise');
 	push @updated, [ $db, '1.0 stepwise' ];
 }
 

@@ -27,6 +27,7 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "storage/lmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
@@ -253,6 +254,13 @@ FENCING_FUNCTION(fencing_advance) {
     Token token = TokenArg(fcinfo, 1);
     // As writes: UPDATE on the table, checked as the caller.
     RequireRelationPrivilege(relid, ACL_UPDATE);
+    // The table's lock before its policy is read (AccessShare: only a swap's
+    // or a DROP's ACCESS EXCLUSIVE waits for it, or is waited for). A table
+    // swap (fencing_transfer_state) in flight is waited for; once it has
+    // committed, the swapped-out table is no longer protected (its state
+    // went to the table that replaced it), and this advance is refused
+    // rather than raising a mark nothing reads.
+    LockRelationOid(relid, AccessShareLock);
     // The policy read next is the one in force until this transaction ends:
     // fencing_protect() changes it under the same lock, held exclusively.
     LockAttachShared(relid);

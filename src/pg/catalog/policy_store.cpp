@@ -6,11 +6,14 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
@@ -118,6 +121,7 @@ void WriteProtectedRow(const ProtectedRow &row) {
 }
 
 void DeleteProtectedRow(Oid relid) {
+    LockPolicyTree(relid);
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
     RunInternalSql("DELETE FROM fencing.protected WHERE relid OPERATOR(pg_catalog.=) $1", 1, types,
@@ -204,6 +208,25 @@ Oid RelationOwner(Oid relid) {
     Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
     ReleaseSysCache(tup);
     return owner;
+}
+
+void LockPolicyTree(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind == RELKIND_INDEX || kind == RELKIND_PARTITIONED_INDEX) {
+        relid = IndexGetRelation(relid, true);
+        kind = get_rel_relkind(relid);
+    }
+    Oid root = relid;
+    if (OidIsValid(relid) && get_rel_relispartition(relid)) {
+        List *ancestors = get_partition_ancestors(relid);
+        if (ancestors != NIL)
+            root = llast_oid(ancestors);
+    } else if (kind != RELKIND_PARTITIONED_TABLE) {
+        return;  // not in a partition tree: the table's own lock orders its DDL
+    }
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, root, 0, kPolicyTreeLockField4);
+    (void)LockAcquire(&tag, ExclusiveLock, false, false);
 }
 
 }  // namespace fencing::pg

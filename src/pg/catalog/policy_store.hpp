@@ -43,6 +43,19 @@ void DeleteProtectedRow(Oid relid);
 // committed after a REPEATABLE READ snapshot was taken).
 bool ProtectedRowChangedSinceSnapshot(Oid relid);
 
+// Orders the DDL and policy writes of one partition tree: ExclusiveLock on
+// the tree's root (advisory lock, objsubid kPolicyTreeLockField4, classid
+// the root's OID), held to the end of the transaction. Taken before a DDL
+// command locks any of the tree's tables (ddl_command_start), and before a
+// policy row of the tree is written: installing a tree's guards locks every
+// leaf and the policy row, and two commands doing that for one tree in
+// parallel (pg_restore -j: each partition's ADD CONSTRAINT, each guard's
+// CREATE TRIGGER, the policy row's COPY) would each hold what the other
+// waits for. A table outside any partition tree (an index: its table) takes
+// nothing.
+constexpr uint16 kPolicyTreeLockField4 = 0x4450;  // 'DP'
+void LockPolicyTree(Oid relid);
+
 // The default of fencing.protected.require_token, which the installed
 // version's scripts set: a table protected automatically gets it, as a
 // fencing_protect() call without require_token does. True when it cannot be

@@ -349,6 +349,16 @@ bool CarryTombstonesThroughKeyType(Oid named, Oid rel, Oid home, AttrNumber attn
     return true;
 }
 
+// Records rel's primary key before it is dropped (fencing.hold_key).
+void HoldPrimaryKey(Oid rel) {
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(rel)};
+    RunInternalSql("SELECT fencing.hold_key($1)", 1, types, values, nullptr, false);
+    EndInternal(&access);
+}
+
 // A subcommand of ALTER TABLE on fenced relation rel, refused when it would
 // orphan or rewrite fencing state: dropping the token column while it keys
 // state, changing the type of the token or resource column, changing or
@@ -396,6 +406,16 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
     if (key_change && cmd->subtype == AT_AlterColumnType && HomeHasTombstones(p.home_relid) &&
         CarryTombstonesThroughKeyType(named, rel, p.home_relid, attnum, cmd))
         key_change = false;
+    // Dropping the key of an unpartitioned table (Alembic's batch recreate
+    // drops the old table's constraints before it copies it): the key is held
+    // (fencing.hold_key), the table refuses writes until the same key is
+    // added back, and a DROP of the table keeps its tombstones under it.
+    if (key_change && cmd->subtype == AT_DropConstraint && rel == p.home_relid &&
+        named == rel && get_rel_relkind(rel) == RELKIND_RELATION &&
+        HomeHasTombstones(p.home_relid)) {
+        HoldPrimaryKey(rel);
+        return;
+    }
     if (key_change && HomeHasTombstones(p.home_relid))
         ereport(
             ERROR,

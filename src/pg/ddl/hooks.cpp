@@ -131,12 +131,18 @@ void FollowPolicy(Oid relid, ProtectedRow *row) {
     SyncGuards(relid);
 }
 
+// A table whose state fencing_transfer_state() handed on: it refuses every
+// write (its zz_fencing_swapped_out trigger) and is not fenced again.
+bool IsSwappedOut(Oid relid) {
+    return OidIsValid(get_trigger_oid(relid, "zz_fencing_swapped_out", true));
+}
+
 // Whether a table that is not protected, nor a partition of one, is fenced
 // automatically: fencing.auto_protect is on and it has exactly one
 // fencing_token column (its name in row). A NOTICE says why a table with
 // the column is left alone. A pg_repack work table never is.
 bool WantsAutoProtection(Oid relid, ProtectedRow *row) {
-    if (!AutoProtectEnabled() || InRepackSchema(relid))
+    if (!AutoProtectEnabled() || InRepackSchema(relid) || IsSwappedOut(relid))
         return false;
     memset(row, 0, sizeof(*row));
     int n = TokenColumns(relid, row->token_column);
@@ -239,6 +245,22 @@ FENCING_FUNCTION(fencing_protected_sync) {
         SyncGuards(new_relid);
     EndInternal(&access);
     return PointerGetDatum(nullptr);
+}
+
+// BEFORE INSERT ON fencing.protected, ENABLE ALWAYS: the tree's policy lock
+// before the row (or the row it conflicts with) is locked (LockPolicyTree).
+FENCING_FUNCTION(fencing_protected_lock_tree) {
+    TriggerData *td = TriggerCallData(fcinfo, "fencing.protected_lock_tree()");
+    if (!TRIGGER_FIRED_BEFORE(td->tg_event) || !TRIGGER_FIRED_FOR_ROW(td->tg_event) ||
+        !TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("fencing.protected_lock_tree() must be fired as a BEFORE INSERT "
+                               "row trigger")));
+    bool isnull;
+    Datum relid = heap_getattr(td->tg_trigtuple, 1, RelationGetDescr(td->tg_relation), &isnull);
+    if (!isnull && SearchSysCacheExists1(RELOID, relid))
+        LockPolicyTree(DatumGetObjectId(relid));
+    return PointerGetDatum(td->tg_trigtuple);
 }
 
 // Called by the ddl_command_end event trigger for each table a command created

@@ -6,6 +6,7 @@
 #include "pg/guard/install.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/base/compat.hpp"
+#include "pg/base/internal_access.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -15,6 +16,8 @@ extern "C" {
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
@@ -117,6 +120,25 @@ int64 TombstoneRows(Oid removed, const List *going, Oid home) {
     return written;
 }
 
+// Every fenced table in going keeps its policy and state under its name
+// (fencing.keep_dropped_state), read now, while its catalog still stands.
+void KeepDroppedState(List *going) {
+    int n = list_length(going);
+    Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
+    for (int i = 0; i < n; ++i)
+        oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
+    ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDARRAYOID};
+    Datum values[] = {PointerGetDatum(array)};
+    RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
+                   " FROM fencing.protected p"
+                   " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+                   1, types, values, nullptr, false);
+    EndInternal(&access);
+}
+
 }  // namespace
 
 int64 TombstoneRowsUnder(Oid removed, Oid home) {
@@ -147,6 +169,7 @@ void BeforeDrop(Node *tree) {
     }
     foreach (lc, tops) LockRelationOid(lfirst_oid(lc), AccessExclusiveLock);
     List *going = WithInheritors(tops, AccessExclusiveLock);
+    KeepDroppedState(going);
     bool any = false;
     foreach (lc, going) {
         Policy policy;

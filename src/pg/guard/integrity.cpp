@@ -20,6 +20,7 @@
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/hwm/tombstones.hpp"
+#include "pg/types/token_type.hpp"
 #include "pg/base/compat.hpp"
 
 extern "C" {
@@ -241,6 +242,7 @@ char *GuardProblem(Oid relid, MemoryContext result_context) {
 // Re-installs relid's guards from its policy: rewriting the row fires
 // fencing.protected_sync. Inside an internal session.
 bool RepairGuards(Oid relid) {
+    LockPolicyTree(relid);
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(relid)};
     return RunInternalSql(
@@ -478,6 +480,20 @@ void BeforeDependsOnExtension(AlterObjectDependsStmt *stmt, const FencingFunctio
     }
 }
 
+// Before CREATE TRIGGER, ALTER TABLE or ALTER INDEX locks its table: the
+// tree's policy lock (LockPolicyTree), so that two commands on one partition
+// tree run their guard work one after the other instead of deadlocking.
+void LockPolicyTreeOf(Node *tree) {
+    RangeVar *target = nullptr;
+    if (IsA(tree, CreateTrigStmt))
+        target = castNode(CreateTrigStmt, tree)->relation;
+    else if (IsA(tree, AlterTableStmt))
+        target = castNode(AlterTableStmt, tree)->relation;
+    Oid relid = target != nullptr ? RangeVarGetRelid(target, NoLock, true) : InvalidOid;
+    if (OidIsValid(relid))
+        LockPolicyTree(relid);
+}
+
 }  // namespace
 
 }  // namespace fencing::pg
@@ -522,18 +538,62 @@ FENCING_FUNCTION(fencing_guard_status) {
     PG_RETURN_TEXT_P(cstring_to_text(problem));
 }
 
+// Tables the caller may read that have a fencing_token column but no policy
+// (a partial restore in replica mode, fencing_unprotect(), auto-protection
+// switched off): their writes are judged by nothing. Reported, not
+// repaired: which policy they need is the owner's call.
+static void ReportUnfencedTokenColumns(ReturnSetInfo *rsinfo, MemoryContext caller) {
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDOID};
+    Datum args[] = {ObjectIdGetDatum(FencingTokenTypeOid())};
+    RunInternalSql(
+        "SELECT c.oid, pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', '"
+        "       ORDER BY a.attnum)"
+        "  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute a"
+        "    ON a.attrelid OPERATOR(pg_catalog.=) c.oid"
+        " WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition"
+        "   AND c.relpersistence OPERATOR(pg_catalog.<>) 't'"
+        "   AND a.atttypid OPERATOR(pg_catalog.=) $1 AND a.attnum OPERATOR(pg_catalog.>) 0"
+        "   AND NOT a.attisdropped"
+        "   AND c.relnamespace OPERATOR(pg_catalog.<>) 'fencing'::pg_catalog.regnamespace"
+        "   AND NOT EXISTS (SELECT 1 FROM fencing.protected p"
+        "                    WHERE p.relid OPERATOR(pg_catalog.=) c.oid)"
+        "   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t"
+        "                    WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid"
+        "                      AND t.tgname OPERATOR(pg_catalog.=) 'zz_fencing_swapped_out')"
+        " GROUP BY c.oid ORDER BY c.oid",
+        1, types, args, nullptr, true);
+    uint64 n = SPI_processed;
+    Oid *relids = static_cast<Oid *>(MemoryContextAlloc(caller, sizeof(Oid) * (n + 1)));
+    char **columns = static_cast<char **>(MemoryContextAlloc(caller, sizeof(char *) * (n + 1)));
+    for (uint64 i = 0; i < n; ++i) {
+        bool isnull;
+        relids[i] = DatumGetObjectId(
+            SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+        columns[i] = MemoryContextStrdup(
+            caller, SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2));
+    }
+    EndInternal(&access);
+    for (uint64 i = 0; i < n; ++i) {
+        if (pg_class_aclcheck(relids[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+            continue;
+        char *problem = psprintf("fencing_token column %s not fenced: the table has no fencing "
+                                 "policy (fencing_protect() fences it)",
+                                 columns[i]);
+        Datum values[3] = {ObjectIdGetDatum(relids[i]), CStringGetTextDatum(problem),
+                           BoolGetDatum(false)};
+        bool nulls[3] = {false, false, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+}
+
 // fencing_verify_guards(repair): every protected table the caller may read
 // whose guards are missing, disabled, internal or stale; with repair, the
 // caller's own tables (a superuser's: all) get their guards re-installed.
 namespace fencing::pg {
 namespace {
 
-// Tables the caller can read that declare a fencing_token column but have no
-// policy (nor a protected ancestor): their token column fences nothing, as
-// after a partial restore that brought the table without fencing's data, or
-// DDL run with event triggers off. Listed, never repaired: the policy they
-// had is not known here (fencing_protect() sets it; a table unprotected on
-// purpose is listed too, its column still saying it is fenced).
 // Whether every guarded relation of relid has its policy's columns, the
 // token column of a token type: else no guard can be installed from the
 // policy, and a repair would only fail.
@@ -551,53 +611,6 @@ bool PolicyColumnsPresent(Oid relid) {
                    get_attnum(lfirst_oid(lc), row.resource_column) > 0);
     }
     return present;
-}
-
-void ReportUnfencedTokenColumns(ReturnSetInfo *rsinfo, MemoryContext caller) {
-    Oid token_type = FencingTokenTypeOid();
-    if (!OidIsValid(token_type))
-        return;
-    InternalSession access;
-    BeginInternal(&access);
-    Oid types[] = {OIDOID, OIDOID};
-    Datum args[] = {ObjectIdGetDatum(token_type), ObjectIdGetDatum(ExtensionSchemaOid(true))};
-    uint64 n = RunInternalSql(
-        "SELECT c.oid, pg_catalog.min(a.attname::pg_catalog.text)"
-        " FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c"
-        "   ON c.oid OPERATOR(pg_catalog.=) a.attrelid"
-        " WHERE a.atttypid OPERATOR(pg_catalog.=) $1 AND NOT a.attisdropped"
-        "   AND a.attnum OPERATOR(pg_catalog.>) 0 AND c.relkind IN ('r', 'p')"
-        "   AND c.relpersistence OPERATOR(pg_catalog.<>) 't' AND NOT c.relispartition"
-        "   AND c.relnamespace OPERATOR(pg_catalog.<>) $2"
-        "   AND NOT EXISTS (SELECT 1 FROM fencing.protected p"
-        "                    WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) c.oid)"
-        " GROUP BY c.oid ORDER BY c.oid",
-        2, types, args, nullptr, true);
-    List *relids = NIL, *columns = NIL;
-    MemoryContext spi = MemoryContextSwitchTo(caller);
-    for (uint64 i = 0; i < n; ++i) {
-        bool isnull;
-        relids = lappend_oid(relids, DatumGetObjectId(SPI_getbinval(
-                                         SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull)));
-        columns = lappend(columns, pstrdup(SPI_getvalue(SPI_tuptable->vals[i],
-                                                        SPI_tuptable->tupdesc, 2)));
-    }
-    MemoryContextSwitchTo(spi);
-    EndInternal(&access);
-    ListCell *lc, *cc;
-    forboth(lc, relids, cc, columns) {
-        Oid relid = lfirst_oid(lc);
-        if (pg_class_aclcheck(relid, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
-            continue;
-        Datum values[3] = {
-            ObjectIdGetDatum(relid),
-            CStringGetTextDatum(psprintf("%s: fencing_token column \"%s\" but no fencing policy, "
-                                         "writes are not fenced",
-                                         RelName(relid), static_cast<char *>(lfirst(cc)))),
-            BoolGetDatum(false)};
-        bool nulls[3] = {false, false, false};
-        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-    }
 }
 
 }  // namespace
@@ -649,6 +662,8 @@ FENCING_FUNCTION(fencing_on_guard_ddl) {
     bool at_end = strcmp(event->event, "ddl_command_end") == 0;
     Node *tree = event->parsetree;
     FencingFunctions fns = LookupFencingFunctions();
+    if (!at_end)
+        LockPolicyTreeOf(tree);
     switch (nodeTag(tree)) {
         case T_CreateTrigStmt:
             if (at_end)

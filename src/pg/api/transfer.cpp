@@ -1,0 +1,116 @@
+// Fencing state that follows the logical table (docs/migrations.md):
+//   fencing_transfer_state(source regclass, target regclass)  owner of both
+//   fencing_forget_dropped(table_name text)  the dropped table's owner; logged
+// The rights are checked and the tables locked here, as the caller; the state
+// is moved by fixed SQL of the extension (fencing.transfer_state_apply) in an
+// internal session.
+#include "pg/base/boundary.hpp"
+#include "pg/base/internal_access.hpp"
+#include "pg/base/relation_args.hpp"
+
+extern "C" {
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+void RequirePlainOrPartitioned(Oid relid) {
+    char kind = get_rel_relkind(relid);
+    if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
+        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
+                        errmsg("%s is not a table", RelName(relid))));
+}
+
+Datum TransferState(FunctionCallInfo fcinfo) {
+    Oid source = ExistingRelationArg(fcinfo, 0, "source");
+    Oid target = ExistingRelationArg(fcinfo, 1, "target");
+    if (source == target)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("source and target are the same table %s", RelName(source))));
+    RequirePlainOrPartitioned(source);
+    RequirePlainOrPartitioned(target);
+    RequireRelationOwner(source);
+    RequireRelationOwner(target);
+    // Writers and fencing_advance() of either table wait for the swap's
+    // commit; a writer that resolved the source's name before then finds the
+    // source swapped out (it refuses writes), and one that resolves the name
+    // afterwards finds the table that took it.
+    LockRelationOid(source, AccessExclusiveLock);
+    LockRelationOid(target, AccessExclusiveLock);
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {OIDOID, OIDOID};
+    Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
+    RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr,
+                   false);
+    EndInternal(&access);
+    PG_RETURN_VOID();
+}
+
+Datum ForgetDropped(FunctionCallInfo fcinfo) {
+    char *given = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    Oid caller = GetUserId();
+    InternalSession access;
+    BeginInternal(&access);
+    Oid types[] = {TEXTOID};
+    Datum values[] = {CStringGetTextDatum(given)};
+    // The name as kept: quoted schema.table, whatever quoting the caller used.
+    RunInternalSql("SELECT d.table_name, d.owner::pg_catalog.text FROM fencing.dropped_state d,"
+                   " pg_catalog.parse_ident($1) AS i"
+                   " WHERE pg_catalog.cardinality(i) OPERATOR(pg_catalog.=) 2"
+                   "   AND d.table_name OPERATOR(pg_catalog.=) pg_catalog.format('%I.%I', i[1], i[2])"
+                   "   AND d.dropped_xid OPERATOR(pg_catalog.=)"
+                   "       pg_catalog.pg_current_xact_id_if_assigned()"
+                   " FOR UPDATE OF d",
+                   1, types, values, nullptr, false);
+    if (SPI_processed == 0)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("this transaction dropped no fenced table %s whose state is kept",
+                               given),
+                        errhint("Give the name as schema.table; fencing_dropped_state lists "
+                                "what this transaction keeps.")));
+    char *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+    char *owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+    Oid owner_oid = get_role_oid(owner, true);
+    if (!superuser_arg(caller) && !(OidIsValid(owner_oid) && has_privs_of_role(caller, owner_oid)))
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("must be owner of dropped table %s to discard its fencing state",
+                               name)));
+    Oid log_types[] = {TEXTOID, NAMEOID};
+    Datum log_values[] = {CStringGetTextDatum(name),
+                          DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(caller,
+                                                                                        false)))};
+    RunInternalSql("WITH gone AS (DELETE FROM fencing.dropped_state d"
+                   "   WHERE d.table_name OPERATOR(pg_catalog.=) $1"
+                   "   RETURNING d.table_name, d.table_hwm,"
+                   "     (SELECT pg_catalog.count(*) FROM fencing.dropped_tombstone t"
+                   "       WHERE t.table_name OPERATOR(pg_catalog.=) d.table_name) AS tombstones)"
+                   " INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
+                   " SELECT $2, 'dropped table ' OPERATOR(pg_catalog.||) g.table_name,"
+                   "   g.tombstones::pg_catalog.text OPERATOR(pg_catalog.||) ' tombstones',"
+                   "   g.table_hwm FROM gone g",
+                   2, log_types, log_values, nullptr, false);
+    EndInternal(&access);
+    PG_RETURN_INT64(1);
+}
+
+}  // namespace
+}  // namespace fencing::pg
+
+using namespace fencing::pg;
+
+FENCING_FUNCTION(fencing_transfer_state) {
+    return TransferState(fcinfo);
+}
+
+FENCING_FUNCTION(fencing_forget_dropped) {
+    return ForgetDropped(fcinfo);
+}
