@@ -34,9 +34,20 @@ def run_cmd(argv, cwd=None, env=None):
     return r.returncode, (r.stdout + r.stderr)
 
 
+# The errors a tool prints without their SQLSTATE (psycopg2, ActiveRecord), by message.
+MESSAGES = {"TF001": "stale fencing token", "TF002": "requires a fencing token",
+            "55000": "cannot change the primary key", "22012": "division by zero"}
+
+
 def sqlstate_in(output):
-    m = re.search(r"\b(TF00\d|[0-9A-Z]{2}[0-9]{3})\b", output or "")
-    return m.group(1) if m else None
+    """The SQLSTATE an error output names, or whose message it prints."""
+    m = re.search(r"ERROR: (TF00\d|[0-9A-Z]{2}[0-9]{3}) ", output or "")
+    if m:
+        return m.group(1)
+    for state, message in MESSAGES.items():
+        if message in (output or ""):
+            return state
+    return None
 
 
 class Section:
@@ -71,7 +82,8 @@ class Section:
         self.checker = fenced.Checker(self.conn, self.writers)
         time.sleep(SETTLE)
 
-    def step(self, label, run, tables=("row", "table", "resource"), way_through=None):
+    def step(self, label, run, tables=("row", "table", "resource"), way_through=None,
+             fails_with=None):
         """Runs migration LABEL (run() returns (rc, output)) under the writers,
         then the checker. WAY_THROUGH: (sqlstate, doc, run) when the migration
         is refused by design: the refusal must carry that SQLSTATE, and the
@@ -80,7 +92,10 @@ class Section:
         self.checker.begin()
         rc, out = run()
         time.sleep(SETTLE)
-        if rc == 0:
+        if fails_with:
+            got = sqlstate_in(out) if rc else "no error"
+            report(got == fails_with, f"{label}: fails with {fails_with} and rolls back (got {got})")
+        elif rc == 0:
             report(True, f"{label}: applies under fenced writers")
         elif way_through:
             state, doc, alternative = way_through
@@ -95,22 +110,27 @@ class Section:
             report(False, f"{label}: applies under fenced writers: rc {rc}: {tail(out)}")
         self.checker.check(label, tables)
 
-    def sql_step(self, label, statements, **kw):
+    def sql_step(self, label, statements, keep_going=False, **kw):
         """A migration as SQL statements, each in its own transaction (autocommit)
-        unless it is a list (one transaction)."""
+        unless it is a list (one transaction). The first error ends it, unless
+        KEEP_GOING (the error is still what it returns)."""
         def run():
             c = fenced.connect()
+            first = None
             try:
                 for s in statements:
-                    if isinstance(s, list):
-                        with c.transaction():
-                            for x in s:
-                                c.execute(x)
-                    else:
-                        c.execute(s)
-                return 0, ""
-            except psycopg.Error as e:
-                return 1, f"ERROR: {e.sqlstate} {e}"
+                    try:
+                        if isinstance(s, list):
+                            with c.transaction():
+                                for x in s:
+                                    c.execute(x)
+                        else:
+                            c.execute(s)
+                    except psycopg.Error as e:
+                        first = first or f"ERROR: {e.sqlstate} {e}"
+                        if not keep_going:
+                            break
+                return (1, first) if first else (0, "")
             finally:
                 c.close()
         self.step(label, run, **kw)
@@ -134,14 +154,16 @@ def django():
     s = Section("django")
     d = os.path.join(HERE, "django")
 
-    def migrate(target):
+    def migrate(target, **env):
         return lambda: run_cmd(["/usr/bin/python3", "manage.py", "migrate", "shop", target,
-                                "-v", "0"], cwd=d)
+                                "-v", "0"], cwd=d, env=env)
     if not s.created_by_tool("0001 CreateModel x3 (row, table, resource scope)", migrate("0001"),
                              "dj"):
         return s
     s.step("0002 AddField (nullable; with a default)", migrate("0002"))
-    s.step("0003 RunPython backfill in batches (fencing_allow_unfenced)", migrate("0003"))
+    s.step("0003 RunPython backfill in batches, token-less", migrate("0003"),
+           way_through=("TF002", "fencing_allow_unfenced(table, reason) in the migration",
+                        migrate("0003", MIG_BACKFILL_ALLOW_UNFENCED="1")))
     s.step("0004 AlterField CharField -> TextField", migrate("0004"))
     s.step("0005 RenameField note -> memo", migrate("0005"))
     s.step("0006 RemoveField", migrate("0006"))
@@ -289,8 +311,16 @@ def swap():
     s.start_writers()
     for logical, cols in (("row", ["id", "v", "fence"]), ("table", ["id", "v", "fence"]),
                           ("resource", ["id", "shard", "v", "fence"])):
-        s.sql_step(f"shadow-table swap (pg-osc style) in {logical} scope",
-                   swap_statements(names[logical], cols, logical), tables=(logical,))
+        t = names[logical]
+        steps = swap_statements(t, cols, logical)
+        # A swap that fails after the state was handed over: everything rolls back,
+        # the old table keeps its state and policy; then the shadow is dropped.
+        halfway = steps[:-3] + [steps[-3] + ["SELECT 1 / 0"], f"DROP TABLE {t}_new",
+                                              f"DROP FUNCTION {t}_sync() CASCADE"]
+        s.sql_step(f"shadow-table swap in {logical} scope, rolled back after the hand-over",
+                   halfway, tables=(logical,), fails_with="22012", keep_going=True)
+        s.sql_step(f"shadow-table swap (pg-osc style) in {logical} scope", steps,
+                   tables=(logical,))
     return s
 
 
