@@ -321,7 +321,69 @@ def swap():
                    halfway, tables=(logical,), fails_with="22012", keep_going=True)
         s.sql_step(f"shadow-table swap (pg-osc style) in {logical} scope", steps,
                    tables=(logical,))
+    partitioned_swap(s.conn)
     return s
+
+
+def refusal(conn, token, sql):
+    """The SQLSTATE of SQL written with TOKEN (None: none), rolled back; "accepted" when not."""
+    try:
+        with conn.transaction():
+            if token is not None:
+                conn.execute("SELECT set_config('fencing.token', %s, true)", (str(token),))
+            conn.execute(sql)
+            raise fenced.Accepted()
+    except fenced.Accepted:
+        return "accepted"
+    except psycopg.Error as e:
+        return e.sqlstate
+
+
+def partitioned_swap(conn):
+    """The swap of a partitioned row-scope table (transfer on the parents): the
+    new table keeps the tombstone; the old table, parent and partitions alike,
+    refuses every write until it is dropped (a write there would be
+    acknowledged and then lost with it)."""
+    label = "swap: partitioned row-scope table"
+    for sql in (
+            "CREATE TABLE pev (id int, region text, v int, fence fencing_token, "
+            "PRIMARY KEY (id, region)) PARTITION BY LIST (region)",
+            "CREATE TABLE pev_eu PARTITION OF pev FOR VALUES IN ('eu')",
+            "CREATE TABLE pev_us PARTITION OF pev FOR VALUES IN ('us')",
+            "BEGIN", "SET LOCAL fencing.token = 10",
+            "INSERT INTO pev VALUES (1, 'eu', 0), (2, 'us', 0), (3, 'us', 0)", "COMMIT",
+            "BEGIN", "SET LOCAL fencing.token = 20", "DELETE FROM pev WHERE id = 2", "COMMIT",
+            "CREATE TABLE pev_new (LIKE pev INCLUDING ALL) PARTITION BY LIST (region)",
+            "CREATE TABLE pev_new_eu PARTITION OF pev_new FOR VALUES IN ('eu')",
+            "CREATE TABLE pev_new_us PARTITION OF pev_new FOR VALUES IN ('us')",
+            "INSERT INTO pev_new SELECT * FROM pev"):
+        conn.execute(sql)
+    try:
+        with conn.transaction():
+            conn.execute("LOCK TABLE pev, pev_new IN ACCESS EXCLUSIVE MODE")
+            conn.execute("SELECT fencing_transfer_state('pev', 'pev_new')")
+            conn.execute("ALTER TABLE pev RENAME TO pev_old")
+            conn.execute("ALTER TABLE pev_new RENAME TO pev")
+        swapped = "swapped"
+    except psycopg.Error as e:
+        swapped = f"{e.sqlstate} {str(e).splitlines()[0]}"
+    report(swapped == "swapped", f"{label}: fencing_transfer_state on the parents ({swapped})")
+    if swapped != "swapped":
+        return
+    got = refusal(conn, 15, "INSERT INTO pev VALUES (2, 'us', -1)")
+    report(got == "TF001", f"{label}: the new table refuses a stale re-insert of the deleted "
+           f"key (got {got})")
+    for what, token, sql in (
+            ("a write through the old parent", 30, "UPDATE pev_old SET v = -1 WHERE id = 1"),
+            ("a stale write to an old partition", 5, "UPDATE pev_eu SET v = -1 WHERE id = 1"),
+            ("a token-less write to an old partition", None,
+             "UPDATE pev_us SET v = -1 WHERE id = 3"),
+            ("a stale re-insert into an old partition", 5,
+             "INSERT INTO pev_us VALUES (2, 'us', -1)")):
+        got = refusal(conn, token, sql)
+        report(got not in ("accepted", "42P01"), f"{label}: the swapped-out table refuses {what} "
+               f"(got {got})")
+    conn.execute("DROP TABLE pev_old")
 
 
 SECTIONS = {"django": django, "alembic": alembic, "activerecord": activerecord,
