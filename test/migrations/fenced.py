@@ -78,16 +78,20 @@ def prepare(conn):
     conn.execute(SETUP)
 
 
-def create_tables(conn, prefix, create=True):
+def create_tables(conn, prefix, create=True, row_token_type="fencing_token"):
     """Creates (unless create is False: a tool created them) the three tables
     named PREFIX_row, PREFIX_tab, PREFIX_res, fences them, seeds them at token
-    10 and records their names."""
+    10 and records their names. ROW_TOKEN_TYPE bigint: the row-scope table is
+    fenced on a bigint column."""
     ns = namespace(conn)
     names = {"row": f"{prefix}_row", "table": f"{prefix}_tab", "resource": f"{prefix}_res"}
     if create:
-        for logical in ("row", "table"):
-            conn.execute(f"CREATE TABLE {names[logical]} (id int PRIMARY KEY, v bigint, "
-                         "fence fencing_token)")
+        conn.execute(f"CREATE TABLE {names['row']} (id int PRIMARY KEY, v bigint, "
+                     f"fence {row_token_type})")
+        conn.execute(f"CREATE TABLE {names['table']} (id int PRIMARY KEY, v bigint, "
+                     "fence fencing_token)")
+        if row_token_type != "fencing_token":
+            conn.execute(f"SELECT fencing_protect('{names['row']}', token_column => 'fence')")
         conn.execute(f"CREATE TABLE {names['resource']} (id int PRIMARY KEY, shard text NOT NULL,"
                      " v bigint, fence fencing_token)")
         conn.execute(f"SELECT fencing_protect('{names['table']}', scope => 'table')")

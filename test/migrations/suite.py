@@ -208,7 +208,7 @@ def alembic():
 # ------------------------------------------------------------------ ActiveRecord
 def activerecord():
     s = Section("activerecord")
-    fenced.create_tables(s.conn, "ar")
+    fenced.create_tables(s.conn, "ar", row_token_type="bigint")
     s.start_writers()
 
     def migrate(version):
@@ -219,6 +219,12 @@ def activerecord():
            migrate("20240101000002"))
     s.step("rename_column note -> memo", migrate("20240101000003"))
     s.step("change_column :memo, :text", migrate("20240101000004"))
+    s.step("change_column :fence, 'fencing_token' (row scope, fenced on a bigint column)",
+           migrate("20240101000005"))
+    report(s.conn.execute("SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+                          "WHERE attrelid = 'ar_row'::regclass AND attname = 'fence'"
+                          ).fetchone()[0] == "fencing_token",
+           "activerecord: ar_row's token column is fencing_token now")
     return s
 
 
