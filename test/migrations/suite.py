@@ -202,7 +202,42 @@ def alembic():
            al("upgrade", "0003"), tables=("table", "resource"))
     s.step("batch_alter_table(recreate='always') of the row-scope table (tombstones)",
            al("upgrade", "0004"), tables=("row",))
+    batch_race(s.conn)
     return s
+
+
+def batch_race(conn):
+    """Alembic's batch recreate takes no lock before its copy: a fenced write
+    that commits between the copy (INSERT ... SELECT) and the DROP is not in
+    the new table. Its data is lost (as for any table); its HWM must not be:
+    afterwards a token below the lost write's is refused. Alembic's statements,
+    with a pause between copy and DROP to make the interleaving certain."""
+    label = "alembic: batch recreate (row scope) racing a fenced write"
+    conn.execute("CREATE TABLE race (id int PRIMARY KEY, v int, fence fencing_token)")
+    with conn.transaction():
+        conn.execute("SET LOCAL fencing.token = 10")
+        conn.execute("INSERT INTO race (id, v) VALUES (1, 0), (2, 0)")
+    migration = psycopg.connect()
+    migration.execute("CREATE TABLE _alembic_tmp_race (id int NOT NULL, v int, "
+                      "fence fencing_token, PRIMARY KEY (id))")
+    migration.execute("INSERT INTO _alembic_tmp_race (id, v, fence) SELECT id, v, fence FROM race")
+    # The writer commits its token-50 write after the copy, before the DROP.
+    with conn.transaction():
+        conn.execute("SET LOCAL fencing.token = 50")
+        conn.execute("UPDATE race SET v = 50 WHERE id = 1")
+    try:
+        migration.execute("DROP TABLE race")
+        migration.execute("ALTER TABLE _alembic_tmp_race RENAME TO race")
+        migration.commit()
+        outcome = "committed"
+    except psycopg.Error as e:
+        migration.rollback()
+        outcome = f"refused {e.sqlstate}"
+    migration.close()
+    hwm = fenced.value(conn, "SELECT fencing_high_water('race', '{\"id\": 1}')::text::bigint")
+    got = refusal(conn, 30, "UPDATE race SET v = -1 WHERE id = 1")
+    report(got == "TF001", f"{label}: the migration {outcome}; afterwards key 1's HWM is {hwm} "
+           f"and a write with 30 (below the acknowledged 50) is refused (got {got})")
 
 
 # ------------------------------------------------------------------ ActiveRecord
