@@ -55,7 +55,7 @@ fresh() {  # fresh DB [extension version]: an empty database, with the extension
 
 fresh src
 q -d src -f $HERE/source.sql >/dev/null || { check "source database set up" ok failed; finish; exit 1; }
-ALL="ev inv jobs led ord"
+ALL=(ev inv jobs led ord)
 policy_of() {  # policy_of DB TABLES...: the policies of TABLES, one line each
     local db=$1
     shift
@@ -80,7 +80,7 @@ write_state() {
     state=$(sed -n 's/^ERROR: *\([0-9A-Z]\{5\}\).*/\1/p' <<<"$out" | head -1)
     if [ -n "$state" ]; then echo "$state"; else echo "accepted"; fi
 }
-SRC_POLICY_ALL=$(policy_of src $ALL)
+SRC_POLICY_ALL=$(policy_of src "${ALL[@]}")
 
 # Writes each kind of state refuses (table, token, SQL, what judges it, needs
 # the dumped state).
@@ -159,7 +159,7 @@ dump_holds_state() {
 pg_dump -Fc -d src -f "$WORK/full.dump"
 fresh dst
 PGOPTIONS=$REPLICA pg_restore -j 4 -d dst "$WORK/full.dump" >"$WORK/full.log" 2>&1
-verify "pg_dump -Fc, pg_restore -j 4 (replica)" dst $? "$WORK/full.log" yes $ALL
+verify "pg_dump -Fc, pg_restore -j 4 (replica)" dst $? "$WORK/full.log" yes "${ALL[@]}"
 
 # ------------------------------------------------------------------ schema then data
 pg_dump --schema-only -d src -f "$WORK/schema.sql"
@@ -169,7 +169,7 @@ fresh dst
     psql -X -q -v ON_ERROR_STOP=1 -d dst -f "$WORK/schema.sql" &&
         PGOPTIONS=$REPLICA psql -X -q -v ON_ERROR_STOP=1 -d dst -f "$WORK/data.sql"
 } >"$WORK/sd.log" 2>&1
-verify "schema then data (psql; data in replica mode)" dst $? "$WORK/sd.log" yes $ALL
+verify "schema then data (psql; data in replica mode)" dst $? "$WORK/sd.log" yes "${ALL[@]}"
 check "schema then data: no WARNING names one scope as both the kept and the dumped policy" "" \
     "$(grep -E 'WARNING.*\((row|table|resource) scope\).*\(\1 scope\)' "$WORK/sd.log" | head -1)"
 
@@ -186,7 +186,7 @@ cluster 1 start
 rc=$?
 (
     eval "$(cluster 1 env)"
-    verify "pg_dumpall into a new cluster (replica)" src $rc "$WORK/all.log" yes $ALL
+    verify "pg_dumpall into a new cluster (replica)" src $rc "$WORK/all.log" yes "${ALL[@]}"
 )
 cluster 1 stop
 
@@ -197,7 +197,7 @@ fresh dst
         PGOPTIONS=$REPLICA pg_restore --section=data -d dst "$WORK/full.dump" &&
         pg_restore --section=post-data -d dst "$WORK/full.dump"
 } >"$WORK/sec.log" 2>&1
-verify "pg_restore --section pre-data, data (replica), post-data" dst $? "$WORK/sec.log" yes $ALL
+verify "pg_restore --section pre-data, data (replica), post-data" dst $? "$WORK/sec.log" yes "${ALL[@]}"
 
 # ------------------------------------------------------------------ partial forms
 partial() {  # partial FORM DUMP_ARGS RESTORE_ARGS EXTENSION_VERSION TABLES...
@@ -227,7 +227,7 @@ check "a database at 1.5 holds the source state" "1.5 5" \
 pg_dump -Fc -d src15 -f "$WORK/v15.dump"
 fresh dst
 PGOPTIONS=$REPLICA pg_restore -j 4 -d dst "$WORK/v15.dump" >"$WORK/v15.log" 2>&1
-verify "a full dump of 1.5 restored at the default version (replica)" dst $? "$WORK/v15.log" yes $ALL
+verify "a full dump of 1.5 restored at the default version (replica)" dst $? "$WORK/v15.log" yes "${ALL[@]}"
 
 # ------------------------------------------------------------------ -j 4, partitions
 # The partitioned table alone, plus the extension (what the parallel jobs race on).
