@@ -40,6 +40,7 @@ FULL_ONLY=(
     # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)
     python3-django python3-psycopg2 python3-sqlalchemy
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
+    python3-alembic   # test/migrations: Alembic migrations (with Django and ActiveRecord)
     default-jdk-headless libpostgresql-jdbc-java
     # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
     git dpkg-dev debhelper fakeroot postgresql-server-dev-all

@@ -57,6 +57,12 @@
 #              protected tables under raisers, commit order recorded (test/repack/run.sh)
 #   partman    pg_partman create_parent, run_maintenance and retention on fenced tables
 #              (test/partman/run.sh)
+#   migrations Django, Alembic and ActiveRecord migrations, the in-place expand/contract
+#              set and the shadow-table swap, under fenced writers with the commit
+#              order recorded (test/migrations/run.sh)
+#   restore    a pg_dump / pg_restore matrix of fenced tables: full, -j 4, schema then
+#              data, pg_dumpall, -t, -n, -N fencing, --section, partitions, another
+#              extension version (test/restore/run.sh)
 #   encodings  CREATE EXTENSION and every update path in every server encoding
 #              (test/encodings/run.sh)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
@@ -94,7 +100,7 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    migrations restore encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
@@ -245,6 +251,8 @@ suite_e2e-zookeeper() { run_tap_like e2e-zookeeper test/e2e/zookeeper.sh; }
 suite_pooler() { run_tap_like pooler test/pooler/run.sh; }
 suite_repack() { run_tap_like repack test/repack/run.sh; }
 suite_partman() { run_tap_like partman test/partman/run.sh; }
+suite_migrations() { run_tap_like migrations test/migrations/run.sh; }
+suite_restore() { run_tap_like restore test/restore/run.sh; }
 suite_encodings() { run_tap_like encodings test/encodings/run.sh; }
 suite_examples() { run_tap_like examples examples/run.sh; }
 suite_client-java() { run_tap_like client-java clients/java/test.sh; }
