@@ -47,3 +47,4 @@ BEGIN; SET LOCAL fencing.token = 8; INSERT INTO kw2 VALUES (-1, 8, 0); ROLLBACK;
 \echo :LAST_ERROR_SQLSTATE
 SELECT count(*) AS reset_log_rows FROM fencing.reset_log WHERE target LIKE '%kw%';
 DROP TABLE kw, kw2;
+DELETE FROM fencing.reset_log WHERE target LIKE 'public.kw%';
