@@ -10,7 +10,8 @@
 #                        SUITES="regress tap" (or regress,tap) runs only those, with
 #                        their set-up (test/README.md maps the suites)
 #   make deps            the Debian packages of every target (test/install-deps.sh)
-#   make bench           instruction-count benchmark under callgrind, then bench-report
+#   make bench           instruction-count benchmark under callgrind, the bulk
+#                        section (test/bench/bulk.sh), then bench-report
 #   make bench-report    contention curves, scaling, memory check: bench/REPORT.md + plots
 #   make bench-pgbench   wall-clock pgbench A/B, interleaved rounds
 #   make bench-contention pgbench, 8 clients on one resource / one table vs plain
@@ -92,6 +93,7 @@ tap:
 	bash test/t/run.sh
 bench: deps
 	bash test/bench/run.sh
+	bash test/bench/bulk.sh
 	bash test/bench/report.sh
 bench-report: deps
 	bash test/bench/report.sh

@@ -585,6 +585,8 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing_enable_retirement(text,interval)', 'negative idle', $$SELECT fencing_enable_retirement('bi-ns', '-1 s')$$),
 ('fencing_enable_retirement(text,interval)', '10 MB namespace', $$SELECT fencing_enable_retirement(s10mb) FROM bi_big$$),
 ('fencing_enable_retirement(text,interval)', 'wrong type', $$SELECT fencing_enable_retirement('bi-ns', 5)$$),
+('fencing_enable_namespace_retirement(text,interval)', 'NULL namespace', $$SELECT fencing_enable_namespace_retirement(NULL)$$),
+('fencing_enable_namespace_retirement(text,interval)', 'negative idle', $$SELECT fencing_enable_namespace_retirement('bi-ns', '-1 s')$$),
 ('fencing_enable_retirement(regclass,interval)', 'NULL target', $$SELECT fencing_enable_retirement(NULL::regclass)$$),
 ('fencing_enable_retirement(regclass,interval)', 'unprotected table', $$SELECT fencing_enable_retirement('bi_plain'::regclass)$$),
 ('fencing_enable_retirement(regclass,interval)', 'resource scope', $$SELECT fencing_enable_retirement('bi_res'::regclass)$$),

@@ -503,3 +503,14 @@ ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE ALWAYS;
 ALTER EVENT TRIGGER fencing_ddl_command_end_more ENABLE ALWAYS;
 COMMENT ON FUNCTION @extschema@.fencing_verify_guards(pg_catalog.bool) IS
     'protected tables whose guards are missing, disabled or stale, and tables with a fencing_token column but no policy; repair => true re-installs guards (table owner or superuser)';
+-- == bulk ==
+-- fencing_enable_retirement('jobs') with a quoted name and no cast resolves to
+-- the namespace form: it now refuses (42P08) a name that is a fenced table's
+-- and no claimed namespace's. This function names the namespace explicitly.
+CREATE FUNCTION @extschema@.fencing_enable_namespace_retirement(namespace pg_catalog.text,
+        idle pg_catalog.interval DEFAULT NULL)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_enable_namespace_retirement'
+    LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_enable_namespace_retirement(pg_catalog.text, pg_catalog.interval) IS
+    'opt a namespace in to retirement (its owner), even when a table has the same name';
+-- (bulk: end of section)

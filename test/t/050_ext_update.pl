@@ -253,7 +253,11 @@ sub check_retirement
 	is(query($node, $db, q{SELECT count(*) FROM fencing.resource_hwm WHERE raised_at IS NULL}), '0',
 		"$label: every existing HWM has raised_at");
 	query($node, $db, q{SELECT fencing_enable_retirement('extupdate')});
+	is(sqlstate($node, $db, q{SELECT fencing_enable_retirement('inventory')}), '42P08',
+		"$label: a fenced table's name without a cast is not taken for a namespace");
 	query($node, $db, q{SELECT fencing_enable_retirement('inventory'::regclass)});
+	is(query($node, $db, q{SELECT count(*) FROM fencing.resource_floor WHERE namespace = 'inventory'}), '0',
+		"$label: the refused call enabled no namespace");
 	is(query($node, $db, q{SELECT fencing_retire('extupdate', '1 day') || ' ' ||
 	        fencing_retire('inventory'::regclass, '1 day')}), '0 0',
 		"$label: entries made before the update are idle only since it");

@@ -29,9 +29,12 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -39,6 +42,7 @@ extern "C" {
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
+#include "utils/varlena.h"
 }
 
 namespace fencing::pg {
@@ -155,11 +159,16 @@ int64 RetireNamespace(const char *name_space, Datum idle, int64 max_entries, boo
 int64 RetireTable(Oid relid, Datum idle, int64 max_entries, bool nowait = false) {
     RefuseResetOnSubscriber("row_tombstone", "retire tombstones");
     RequireEnabled(true, ObjectIdGetDatum(relid), psprintf("table %s", RelName(relid)), nowait);
+    // No transaction that keeps the floor it read is running, and none
+    // starts before this one ends.
+    LockFloorForRetirement(relid, nowait);
     int64 total = 0;
+    // Keys are never empty arrays: '{}' sorts before every one.
+    Datum key_cursor = PointerGetDatum(construct_empty_array(TEXTOID));
     while (total < max_entries) {
         CHECK_FOR_INTERRUPTS();
         int64 limit = std::min<int64>(RetireBatchSize(), max_entries - total);
-        int64 retired = RetireTombstoneBatch(relid, idle, limit);
+        int64 retired = RetireTombstoneBatch(relid, idle, limit, &key_cursor);
         total += retired;
         if (retired < limit)
             break;
@@ -185,6 +194,57 @@ void SetPolicy(bool table, Datum key, bool enable, Datum idle, bool idle_null) {
                            " ON CONFLICT (namespace) DO UPDATE"
                            " SET enabled = true, idle = excluded.idle",
                    2, types, values, nulls, false);
+}
+
+// A quoted name with no cast resolves to the text overload: 'jobs' would
+// enable a namespace called jobs while the caller meant the table. The table
+// the name reads as (as regclass would read it: the caller's search path, so
+// before the internal session), or InvalidOid.
+Oid TableNamed(const char *name) {
+    char *copy = pstrdup(name);
+    List *parts = NIL;
+    if (!SplitIdentifierString(copy, '.', &parts) || list_length(parts) < 1 ||
+        list_length(parts) > 3)
+        return InvalidOid;
+    List *names = NIL;
+    ListCell *lc;
+    foreach (lc, parts) names = lappend(names, makeString(static_cast<char *>(lfirst(lc))));
+    return RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, true);
+}
+
+// A name that is no namespace in use (unclaimed) but a fenced table's is
+// refused: the table is named with ::regclass, the namespace with
+// fencing_enable_namespace_retirement(). Inside an internal session.
+void RefuseTableNamedAsNamespace(const char *name_space, Oid table) {
+    ProtectedRow row;
+    if (!OidIsValid(table) || strcmp(name_space, kDefaultNamespace) == 0 ||
+        OidIsValid(NamespaceOwner(name_space)) || !ReadProtectedRow(table, &row))
+        return;
+    ereport(ERROR,
+            (errcode(ERRCODE_AMBIGUOUS_PARAMETER),
+             errmsg("%s names fenced table %s, not a resource namespace",
+                    quote_literal_cstr(name_space), RelName(table)),
+             errdetail("A quoted name without a cast calls the namespace form of "
+                       "fencing_enable_retirement(), and no namespace of that name is in use."),
+             errhint("For the table, call fencing_enable_retirement(%s::regclass); for a new "
+                     "namespace of that name, fencing_enable_namespace_retirement(%s).",
+                     quote_literal_cstr(name_space), quote_literal_cstr(name_space))));
+}
+
+void EnableNamespaceRetirement(FunctionCallInfo fcinfo, bool refuse_table_name) {
+    RequireRetirementObjects();
+    bool idle_null;
+    Datum idle = IdleArg(fcinfo, 1, true, &idle_null);
+    char *name_space = NamespaceArg(fcinfo, 0);
+    Oid table = refuse_table_name ? TableNamed(name_space) : InvalidOid;
+    InternalSession session;
+    BeginInternal(&session);
+    RefuseTableNamedAsNamespace(name_space, table);
+    // An unclaimed namespace is claimed for the caller, as a first acquire
+    // claims it: else the first role to use it later would own the policy.
+    RequireNamespaceWriter(name_space, session.saved_user, "enable retirement");
+    SetPolicy(false, CStringGetTextDatum(name_space), true, idle, idle_null);
+    EndInternal(&session);
 }
 
 // The namespace argument, its owner's rights required; inside an internal session.
@@ -306,17 +366,14 @@ using namespace fencing;
 using namespace fencing::pg;
 
 FENCING_FUNCTION(fencing_enable_retirement_namespace) {
-    RequireRetirementObjects();
-    bool idle_null;
-    Datum idle = IdleArg(fcinfo, 1, true, &idle_null);
-    InternalSession session;
-    BeginInternal(&session);
-    // An unclaimed namespace is claimed for the caller, as a first acquire
-    // claims it: else the first role to use it later would own the policy.
-    char *name_space = NamespaceArg(fcinfo, 0);
-    RequireNamespaceWriter(name_space, session.saved_user, "enable retirement");
-    SetPolicy(false, CStringGetTextDatum(name_space), true, idle, idle_null);
-    EndInternal(&session);
+    EnableNamespaceRetirement(fcinfo, true);
+    PG_RETURN_VOID();
+}
+
+// fencing_enable_namespace_retirement(namespace text, idle interval): the
+// namespace, whatever tables share its name.
+FENCING_FUNCTION(fencing_enable_namespace_retirement) {
+    EnableNamespaceRetirement(fcinfo, false);
     PG_RETURN_VOID();
 }
 

@@ -23,6 +23,7 @@
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/guard/fenced_call.hpp"
+#include "pg/guard/triggers.hpp"
 #include "pg/guard/unfenced.hpp"
 #include "pg/base/compat.hpp"
 
@@ -113,6 +114,12 @@ WriteStatsTarget StatsTarget(const GuardContext &g) {
             g.policy.scope == Scope::kResource ? g.name_space : nullptr};
 }
 
+// Whether Stale() would skip a stale row rather than raise.
+bool StaleRowsMayBeSkipped(const GuardContext &g) {
+    return !InNoForceRLSOperation() &&
+           (g.policy.on_stale == OnStale::kSkip || FencedCallSkipsStaleRows(g.policy.home_relid));
+}
+
 // Raises the dedicated SQLSTATE, or returns when the stale row is to be skipped.
 // Either way the write is counted and logged first, so a rejection that rolls
 // its transaction back is still counted.
@@ -124,8 +131,7 @@ void Stale(const GuardContext &g, const char *where, Token offered, Token hwm, b
     // (pg/guard/fenced_call.hpp) for the call's table: the call reports 0
     // rows. A foreign key's cascade is never skipped: skipping it would leave
     // the constraint violated (RI actions run with SECURITY_NOFORCE_RLS set).
-    if (may_skip && !InNoForceRLSOperation() &&
-        (g.policy.on_stale == OnStale::kSkip || FencedCallSkipsStaleRows(g.policy.home_relid))) {
+    if (may_skip && StaleRowsMayBeSkipped(g)) {
         if (FencedCallSkipsStaleRows(g.policy.home_relid))
             NoteFencedCallStale(hwm);
         CountStale(StatsTarget(g), true, where, offered, hwm);
@@ -506,6 +512,27 @@ OfferedToken ResolveOffer(const GuardContext &g) {
     return offered;
 }
 
+// Whether fencing.recheck() fires after this INSERT: an enabled AFTER INSERT
+// row trigger of the relation that calls it (installed with every row-scope
+// guard; a guard attached by hand may lack it).
+bool RecheckFollows(const GuardContext &g) {
+    static Oid recheck_fn = InvalidOid;
+    if (!OidIsValid(recheck_fn))
+        recheck_fn = FencingFunctionOid("recheck");
+    const TriggerDesc *desc = g.rel->trigdesc;
+    bool replica = SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA;
+    for (int i = 0; desc != nullptr && i < desc->numtriggers; ++i) {
+        const Trigger *t = &desc->triggers[i];
+        if (t->tgfoid == recheck_fn && t->tgenabled != TRIGGER_DISABLED &&
+            (replica ? t->tgenabled != TRIGGER_FIRES_ON_ORIGIN
+                     : t->tgenabled != TRIGGER_FIRES_ON_REPLICA) &&
+            TRIGGER_TYPE_MATCHES(t->tgtype, TRIGGER_TYPE_ROW, TRIGGER_TYPE_AFTER,
+                                 TRIGGER_TYPE_INSERT))
+            return true;
+    }
+    return false;
+}
+
 // Row scope: the row's own token is its HWM, and a deleted key's tombstone
 // holds it after the row is gone. False when the row is to be skipped.
 bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
@@ -523,7 +550,14 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
     }
     if (moves_key)
         WaitForKeyWriters(g.rel, g.new_row);
-    if (g.event == RowEvent::kInsert || moves_key) {
+    if (g.event == RowEvent::kInsert && !(fenced && StaleRowsMayBeSkipped(g)) &&
+        RecheckFollows(g)) {
+        // The AFTER INSERT recheck reads the key's tombstone once the row is
+        // in the primary key index, and judges it; a stale row it refuses
+        // could only have been skipped here, which this policy does not do.
+        // One read per row instead of two (COPY, INSERT ... SELECT).
+        RequireRowKeyFits(g.rel, g.policy.home_relid, g.new_row);
+    } else if (g.event == RowEvent::kInsert || moves_key) {
         Token tombstone;
         bool floor;
         if (RowTombstone(g.rel, g.policy.home_relid, g.new_row, &tombstone, &floor)) {

@@ -5,6 +5,7 @@
 // the SPI path, which handles concurrent first writes.
 #include "pg/hwm/raise_paths.hpp"
 
+#include "pg/hwm/durability.hpp"
 #include "pg/hwm/lock.hpp"
 #include "pg/hwm/writers.hpp"
 #include "pg/base/compat.hpp"
@@ -128,7 +129,8 @@ void ReadUnderShareLock(DirectAccess *a, const LOCKTAG *tag, RowHint *hint, Tupl
 // during a raise queues behind it and then sees it.
 // True when settled: admitted (the share lock kept) or refused; false when
 // the write raises or creates the HWM, or locks the row instead.
-bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *verdict) {
+bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *verdict,
+                  bool *shared) {
     DirectAccess a;
     if (!MayTakeHwmShareLock() || !OpenDirectHeap(h.direct, AccessShareLock, h.key, &a))
         return false;
@@ -144,6 +146,7 @@ bool SettledAtHwm(const SharedHwm &h, Token offered, RowHint *hint, HwmVerdict *
     CloseDirect(&a);
     if (admitted)
         *verdict = {true, offered};
+    *shared = admitted;
     if (refused)
         *verdict = {false, hwm};
     return admitted || refused;
@@ -341,6 +344,9 @@ struct SeenHwm {
     LOCKTAG tag;  // hash key
     Token hwm;
     RowHint row;
+    // Admitted at hwm under the HWM ShareLock, held by this transaction to
+    // its end, while HwmStateEpoch() was admitted_epoch (0: not so).
+    uint64 admitted_epoch;
 };
 constexpr long kSeenCapacity = 1024;
 HTAB *seen_hwms = nullptr;
@@ -351,7 +357,7 @@ SeenHwm *FindSeen(const LOCKTAG *tag) {
     return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
 }
 
-void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
+void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row, uint64 admitted_epoch) {
     if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
         hash_destroy(seen_hwms);
         seen_hwms = nullptr;
@@ -367,6 +373,7 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
     auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
     e->hwm = hwm;
     e->row = row;
+    e->admitted_epoch = admitted_epoch;
 }
 
 }  // namespace
@@ -374,19 +381,34 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row) {
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
     // Nothing below touches seen_hwms, so the entry stays valid.
     SeenHwm *seen = FindSeen(h.tag);
+    // A write at the HWM this transaction was admitted at under the ShareLock
+    // it still holds (no subtransaction that took it aborted since): no raise
+    // or reset of another transaction can have come in between (each takes
+    // the lock in exclusive mode), and this backend raised nothing since. The
+    // same verdict, without a read: the rows of a bulk statement after the
+    // first. Strict mode judges an equal token by the raise registry: no
+    // shortcut.
+    if (!strict && seen != nullptr && seen->admitted_epoch == HwmStateEpoch() &&
+        offered == seen->hwm) {
+        *verdict = {true, offered};
+        return true;
+    }
     bool expect_raise = seen != nullptr && offered > seen->hwm;
     RowHint hint = {InvalidOid, InvalidOid, {}};
     if (seen != nullptr)
         hint = seen->row;
-    if ((strict || expect_raise || !SettledAtHwm(h, offered, &hint, verdict)) &&
+    bool shared = false;
+    if ((strict || expect_raise || !SettledAtHwm(h, offered, &hint, verdict, &shared)) &&
         !DirectCheckAndRaise(h, offered, strict, &hint, verdict))
         return false;
     Token hwm = verdict->admitted ? offered : verdict->hwm;
+    uint64 admitted_epoch = shared ? HwmStateEpoch() : 0;
     if (seen != nullptr) {
         seen->hwm = hwm;
         seen->row = hint;
+        seen->admitted_epoch = admitted_epoch;
     } else {
-        NoteSeen(h.tag, hwm, hint);
+        NoteSeen(h.tag, hwm, hint, admitted_epoch);
     }
     return true;
 }

@@ -24,6 +24,14 @@ namespace {
 // all of them are rolled back with it.
 int raised_level = 0;
 
+// Bumped by every HWM raise of this backend, every subtransaction abort and
+// every transaction end: a fact learned under a lock of this transaction
+// (HwmStateEpoch) holds while it is unchanged.
+uint64 hwm_state_epoch = 1;
+// The same without the raises: bumped by subtransaction aborts and
+// transaction ends only (LockEpoch).
+uint64 lock_epoch = 1;
+
 // The session's synchronous_commit while this transaction's commit runs
 // with 'on'; -1 when it is not overridden.
 int overridden_synchronous_commit = -1;
@@ -76,11 +84,18 @@ void OnXactEvent(XactEvent event, void *) {
             // transaction is over, a new one starts clean.
             RestoreSynchronousCommit();
             raised_level = 0;
+            ++hwm_state_epoch;
+            ++lock_epoch;
             break;
     }
 }
 
 void OnSubXactEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
+    // The locks it took are released.
+    if (event == SUBXACT_EVENT_ABORT_SUB) {
+        ++hwm_state_epoch;
+        ++lock_epoch;
+    }
     if (raised_level == 0)
         return;
     // Called while the ending subtransaction is still the current one.
@@ -100,7 +115,16 @@ void RegisterDurabilityCallbacks() {
     RegisterSubXactCallback(OnSubXactEvent, nullptr);
 }
 
+uint64 LockEpoch() {
+    return lock_epoch;
+}
+
+uint64 HwmStateEpoch() {
+    return hwm_state_epoch;
+}
+
 void NoteHwmRaised() {
+    ++hwm_state_epoch;
     int level = GetCurrentTransactionNestLevel();
     if (raised_level == 0 || level < raised_level)
         raised_level = level;

@@ -12,6 +12,8 @@
 // prepared transaction on the standby survives a failover with its row locks.
 #pragma once
 
+#include "pg/base/pg.hpp"
+
 namespace fencing::pg {
 
 // Registers the transaction callbacks; once per backend, from _PG_init.
@@ -21,6 +23,15 @@ void RegisterDurabilityCallbacks();
 // table HWM). Cheap: one call and a comparison. Call it only where the HWM
 // really rises, so that same-token writes keep the session's commit mode.
 void NoteHwmRaised();
+
+// Changes with every raise this backend makes (NoteHwmRaised), every
+// subtransaction abort (which releases the locks it took) and every
+// transaction end. A verdict reached under an HWM lock this transaction holds
+// may be reused while it is unchanged (pg/hwm/direct_raise.cpp).
+uint64 HwmStateEpoch();
+// Changes with every subtransaction abort and transaction end only: a lock
+// this transaction took is still held while it is unchanged.
+uint64 LockEpoch();
 
 // The current (sub)transaction made a change that raised no HWM but must
 // survive a crash or a failover once acknowledged (a lease's extension, which

@@ -6,6 +6,8 @@
 // longer sees the entry sees the raised floor.
 #include "pg/hwm/store.hpp"
 
+#include "pg/hwm/durability.hpp"
+#include "pg/hwm/lock.hpp"
 #include "pg/hwm/store_shape.hpp"
 #include "pg/base/compat.hpp"
 
@@ -79,11 +81,48 @@ Token ResourceFloor(const char *name_space) {
     return floor;
 }
 
+// The last table floor this transaction read. From the second read of one
+// table's floor in a transaction on (a statement writing many rows: COPY,
+// INSERT ... SELECT), the floor lock (pg/hwm/lock.hpp) is taken in share mode
+// before the read, if granted at once, and the value kept while the lock
+// stays held: no retirement of the table can commit before this transaction
+// ends, and its own retirements forget it (ForgetTombstoneFloor). A
+// transaction that reads a floor once takes no lock: retirement never waits
+// for single-row writers.
+struct KeptFloor {
+    Oid relid = InvalidOid;
+    uint64 lock_epoch = 0;  // LockEpoch() at the read: same transaction, lock held
+    Token floor = 0;
+    bool kept = false;
+};
+KeptFloor kept_floor;
+
 Token TombstoneFloor(Oid home_relid) {
+    bool again = kept_floor.relid == home_relid && kept_floor.lock_epoch == LockEpoch();
+    if (again && kept_floor.kept)
+        return kept_floor.floor;
+    // Taken before the read: a retirement that committed before it was
+    // granted is seen, and none commits after. Not granted (a retirement
+    // holds or waits for it): read, not kept.
+    bool keep = again && ConditionalLockTombstoneFloorShared(home_relid);
     Token floor = 0;
     if (!ReadFloor("tombstone_floor", F_OIDEQ, ObjectIdGetDatum(home_relid), &floor))
-        return 0;
+        floor = 0;
+    kept_floor = {home_relid, LockEpoch(), floor, keep};
     return floor;
+}
+
+void LockFloorForRetirement(Oid home_relid, bool nowait) {
+    if (!LockTombstoneFloorExclusive(home_relid, nowait))
+        ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+                        errmsg("could not lock the tombstone floor of table %s for retirement",
+                               get_rel_name(home_relid) != nullptr ? get_rel_name(home_relid)
+                                                                   : "(dropped)"),
+                        errdetail("A transaction that keeps the floor it read is still running.")));
+}
+
+void ForgetTombstoneFloor() {
+    kept_floor.relid = InvalidOid;
 }
 
 bool StoreHasRaisedAt(const char *table) {

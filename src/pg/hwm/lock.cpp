@@ -59,6 +59,18 @@ void UnlockAttachExclusive(Oid home_relid) {
     (void)LockRelease(&tag, ExclusiveLock, false);
 }
 
+bool ConditionalLockTombstoneFloorShared(Oid home_relid) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, home_relid, 0, kTombstoneFloorLockField4);
+    return LockAcquire(&tag, ShareLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+bool LockTombstoneFloorExclusive(Oid home_relid, bool nowait) {
+    LOCKTAG tag;
+    SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, home_relid, 0, kTombstoneFloorLockField4);
+    return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
 bool MayTakeHwmShareLock() {
     if (counted_lxid != CurrentLocalTransactionId())
         return true;

@@ -26,9 +26,10 @@ extern "C" {
 
 namespace fencing::pg {
 
-constexpr uint16 kResourceHwmLockField4 = 0x4857;  // 'HW'
-constexpr uint16 kTableHwmLockField4 = 0x4854;     // 'HT'
-constexpr uint16 kAttachLockField4 = 0x4841;       // 'HA'
+constexpr uint16 kResourceHwmLockField4 = 0x4857;     // 'HW'
+constexpr uint16 kTableHwmLockField4 = 0x4854;        // 'HT'
+constexpr uint16 kAttachLockField4 = 0x4841;          // 'HA'
+constexpr uint16 kTombstoneFloorLockField4 = 0x4846;  // 'HF'
 
 // identity: "<namespace>\0<resource>", identity_len bytes.
 void ResourceHwmLockTag(LOCKTAG *tag, const char *identity, Size identity_len);
@@ -46,6 +47,18 @@ void LockAttachExclusive(Oid home_relid);
 // back one acquisition of this transaction's (it stays held if taken before).
 bool ConditionalLockAttachExclusive(Oid home_relid);
 void UnlockAttachExclusive(Oid home_relid);
+
+// Orders a row-scope home's floor readers against its retirement: a reader
+// that keeps the floor it read for the rest of its transaction (floors.cpp:
+// one that reads it more than once) holds it in ShareLock to the end of the transaction, taken without waiting
+// (not granted: it reads the floor for each row instead, as before); a
+// retirement of the table's tombstones takes it in ExclusiveLock before it
+// deletes any. So no retirement commits while a reader keeps a floor, and a
+// retirement waiting for one makes no writer wait: new readers just do not
+// keep the floor meanwhile.
+bool ConditionalLockTombstoneFloorShared(Oid home_relid);
+// nowait: false at once when not granted.
+bool LockTombstoneFloorExclusive(Oid home_relid, bool nowait);
 
 // Whether this transaction may take another HWM ShareLock: past half of
 // max_locks_per_transaction, writers at the HWM lock the HWM row instead (as

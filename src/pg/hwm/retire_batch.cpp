@@ -29,6 +29,8 @@ void CountAndMax(int64 *count, Token *max) {
 void RaiseFloor(bool table, Datum key, Token highest, int64 retired) {
     if (retired == 0)
         return;
+    if (table)
+        ForgetTombstoneFloor();
     Oid types[] = {table ? Oid{OIDOID} : Oid{TEXTOID}, INT8OID, INT8OID};
     Datum values[] = {key, Int64GetDatum(highest), Int64GetDatum(retired)};
     RunInternalSql(table ? "UPDATE fencing.tombstone_floor"
@@ -61,24 +63,31 @@ Datum TextColumn(char **last) {
 
 }  // namespace
 
-// One batch of a table's tombstones: at most limit retired.
-int64 RetireTombstoneBatch(Oid relid, Datum idle, int64 limit) {
-    Oid types[] = {OIDOID, INTERVALOID, INT8OID};
-    Datum values[] = {ObjectIdGetDatum(relid), idle, Int64GetDatum(limit)};
+// One batch of a table's tombstones: at most limit retired, in key order
+// after *key_cursor, which moves to the last key looked at.
+int64 RetireTombstoneBatch(Oid relid, Datum idle, int64 limit, Datum *key_cursor) {
+    Oid types[] = {OIDOID, INTERVALOID, INT8OID, TEXTARRAYOID};
+    Datum values[] = {ObjectIdGetDatum(relid), idle, Int64GetDatum(limit), *key_cursor};
     RunInternalSql(
         "WITH c AS (SELECT t.relid, t.key FROM fencing.row_tombstone t"
         "            WHERE t.relid OPERATOR(pg_catalog.=) $1"
+        "              AND t.key OPERATOR(pg_catalog.>) $4"
         "              AND t.raised_at OPERATOR(pg_catalog.<)"
         "                  (pg_catalog.now() OPERATOR(pg_catalog.-) $2)"
-        "            LIMIT $3 FOR UPDATE SKIP LOCKED),"
+        "            ORDER BY t.key LIMIT $3 FOR UPDATE SKIP LOCKED),"
         "     d AS (DELETE FROM fencing.row_tombstone t USING c"
         "            WHERE t.relid OPERATOR(pg_catalog.=) c.relid"
         "              AND t.key OPERATOR(pg_catalog.=) c.key RETURNING t.hwm)"
-        " SELECT pg_catalog.count(*), pg_catalog.max(hwm) FROM d",
-        3, types, values, nullptr, false);
+        " SELECT pg_catalog.count(*), pg_catalog.max(hwm),"
+        "        (SELECT pg_catalog.max(c.key) FROM c) FROM d",
+        4, types, values, nullptr, false);
     int64 count;
     Token highest;
     CountAndMax(&count, &highest);
+    bool isnull;
+    Datum last = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull);
+    if (!isnull)
+        *key_cursor = PointerGetDatum(PG_DETOAST_DATUM_COPY(last));
     RaiseFloor(true, ObjectIdGetDatum(relid), highest, count);
     return count;
 }

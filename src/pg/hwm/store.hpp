@@ -71,6 +71,12 @@ bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor = 
 // rule an entry would get; a floor of 0 judges nothing (nothing retired).
 Token ResourceFloor(const char *name_space);
 Token TombstoneFloor(Oid home_relid);
+// This transaction changed the table floor it may keep (a retirement).
+void ForgetTombstoneFloor();
+// Before a table's tombstones are retired: the floor lock in exclusive mode
+// (pg/hwm/lock.hpp), waiting for the transactions that keep the floor they
+// read (nowait: 55P03 at once when one is running).
+void LockFloorForRetirement(Oid home_relid, bool nowait);
 // Retirement, one batch each (inside an internal session, the caller's rights
 // checked): candidates idle for longer than idle (an interval datum) locked
 // FOR UPDATE SKIP LOCKED, deleted, and the floor raised to the highest
@@ -79,7 +85,12 @@ Token TombstoneFloor(Oid home_relid);
 // with their lease rows when the lease ended more than idle ago (lease rows
 // locked first, as fencing_acquire locks them; a live lease keeps its HWM);
 // *done when none is left after. Return how many entries were retired.
-int64 RetireTombstoneBatch(Oid home_relid, Datum idle, int64 limit);
+// A table's batch takes the tombstones whose key is after *key_cursor (a
+// text[]; '{}' first) in key order and moves the cursor past the last one
+// looked at: each batch reads only its own part of the primary key, not the
+// entries earlier batches deleted, so a retirement is O(entries), not
+// O(entries x batches).
+int64 RetireTombstoneBatch(Oid home_relid, Datum idle, int64 limit, Datum *key_cursor);
 int64 RetireResourceBatch(const char *name_space, Datum idle, int64 limit, char **cursor,
                           bool *done);
 // Whether the HWM table of this name (resource_hwm, row_tombstone) records

@@ -146,6 +146,12 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, b
     return ReadTombstone(home_relid, key, hwm, floor);
 }
 
+void RequireRowKeyFits(Relation rel, Oid home_relid, HeapTuple new_row) {
+    Datum key;
+    if (CheckedRowKey(rel, new_row, &key))
+        RequireTombstoneKeyFits(rel, home_relid, key, false);
+}
+
 namespace {
 
 // Calls visit(leaf, index, keys, nkeys) with the key's scan keys on the

@@ -22,6 +22,10 @@ namespace fencing::pg {
 bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm,
                   bool *floor = nullptr);
 
+// RowTombstone's refusal of a key too long for a tombstone (54000), without
+// the read: for an INSERT whose tombstone the AFTER INSERT recheck judges.
+void RequireRowKeyFits(Relation rel, Oid home_relid, HeapTuple new_row);
+
 // Before an UPDATE moves a row onto a new primary key: waits for every
 // transaction still writing a row with that key (an uncommitted INSERT or
 // DELETE), so the tombstone read afterwards includes what they committed.
