@@ -17,6 +17,9 @@ SELECT n.nspname FROM pg_catalog.pg_extension e
 
 # set_config(..., true) is SET LOCAL with a parameter.
 SET_TOKEN = "SELECT pg_catalog.set_config('fencing.token', $1, true)"
+# A lease statement's bound, for its own transaction only (never the session).
+SET_TIMEOUT = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
+ACQUIRE_MARGIN = 5.0  # an acquire is bounded by its wait plus this many seconds
 
 ACQUIRE = "SELECT fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8"
 RENEW = "SELECT fencing_renew($1, $2::int8, $3::text::interval, $4)"

@@ -7,8 +7,10 @@ the driver, so every error the driver raises for those codes is already one
 of them: no wrapping, no "fatal" class, on any connection of the process.
 """
 import re
+from typing import List, Optional
 
-__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
+__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError", "LeaseClosedError",
+           "TransactionInProgressError",
            "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
            "parse_stale_detail", "translate", "typed_errors"]
 
@@ -85,12 +87,36 @@ class TokenRequiredError(FencingError):
 
 
 class LeaseLostError(FencingError):
-    """The lease is lost (a renewal failed, or its safe time ran out): the
-    library refuses to write under its token."""
+    """The lease is lost (a renewal was refused, or its safe time ran out):
+    the library refuses to write under its token. reason: 'refused' or
+    'expired'."""
 
-    def __init__(self, message, resource=None, token=None):
+    def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
+                 resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None,
+                 reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.resource, self.token, self.reason = resource, token, reason
+        self.resources = resources if resources is not None else ([] if resource is None else [resource])
+        self.tokens = tokens if tokens is not None else ([] if token is None else [token])
+
+
+class LeaseClosedError(FencingError):
+    """The lease was released or closed: nothing starts or commits under it
+    any more. Not a LeaseLostError: the lease ended by the holder's choice."""
+
+    def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
+                 resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None) -> None:
         super().__init__(message)
         self.resource, self.token = resource, token
+        self.resources = resources if resources is not None else ([] if resource is None else [resource])
+        self.tokens = tokens if tokens is not None else ([] if token is None else [token])
+
+
+class TransactionInProgressError(FencingError):
+    """A transaction helper was given a connection that is already inside a
+    transaction: the helper never joins, commits or rolls back the caller's
+    transaction. Run it on a connection outside one (or SET LOCAL
+    fencing.token in your own transaction)."""
 
 
 class LeaseNotAcquiredError(FencingError, TimeoutError):
