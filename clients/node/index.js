@@ -274,21 +274,22 @@ function sleep(ms) {
 
 // ---------------------------------------------------------------- leases
 
-// One statement in a transaction of its own, bounded by statement_timeout for
-// that transaction only: nothing stays on the connection (behind a pooler it
-// would reach other applications).
+// A parameter as an SQL literal, for timedQuery's simple-query string.
+function literal(client, v) {
+  if (v === null || v === undefined) return 'NULL';
+  if (Array.isArray(v)) return `ARRAY[${v.map((x) => literal(client, x)).join(', ')}]::pg_catalog.text[]`;
+  return client.escapeLiteral(String(v));
+}
+
+// One statement bounded by statement_timeout for its own implicit
+// transaction only: "SET LOCAL statement_timeout = N; <statement>" as ONE
+// simple-query string (parameters inlined as literals), so the bound ends
+// with the statement, nothing stays on the connection (behind a pooler it
+// would reach other applications), and it costs one round trip.
 async function timedQuery(client, ms, text, values) {
-  await client.query('BEGIN');
-  try {
-    await client.query(`SELECT pg_catalog.set_config('statement_timeout', $1, true)`,
-      [String(Math.max(1, Math.floor(ms)))]);
-    const r = await client.query(text, values);
-    await client.query('COMMIT');
-    return r;
-  } catch (err) {
-    await client.query('ROLLBACK').catch(() => {});
-    throw err;
-  }
+  const sql = text.replace(/\$(\d+)/g, (_, i) => literal(client, values[Number(i) - 1]));
+  const results = await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(ms))}; ${sql}`);
+  return results[results.length - 1];
 }
 
 /**

@@ -383,7 +383,8 @@ async function main() {
   const app = await fencing.connect({});
   await app.query('SET client_min_messages = warning');
   const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testReconnect, testRefused, testPause, testCarriage,
-    testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld];
+    testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld,
+    ...require('./contract')({ ok, caught, leaseRow, RUN })];
   for (const step of steps) {
     try {
       await step(app);

@@ -38,14 +38,17 @@ _REASONS = {EXPIRED: "the lease's safe time ran out before a renewal succeeded",
 # One statement renews (releases) every resource of a lease.
 # ($n in order of appearance: the psycopg module maps them to %s.)
 RENEW_ALL = ("SELECT pg_catalog.bool_and(fencing_renew(u.r, u.t::int8, a.ttl, a.ns))"
-             " FROM (SELECT $1::text[] AS rs, $2::int8[] AS ts, $3::text::interval AS ttl, $4::text AS ns) a,"
+             " FROM (SELECT $1::text[] AS rs, $2::text[] AS ts, $3::text::interval AS ttl, $4::text AS ns) a,"
              " ROWS FROM (pg_catalog.unnest(a.rs), pg_catalog.unnest(a.ts)) AS u(r, t)")
 RELEASE_ALL = ("SELECT pg_catalog.bool_and(fencing_release(u.r, u.t::int8, a.ns))"
-               " FROM (SELECT $1::text[] AS rs, $2::int8[] AS ts, $3::text AS ns) a,"
+               " FROM (SELECT $1::text[] AS rs, $2::text[] AS ts, $3::text AS ns) a,"
                " ROWS FROM (pg_catalog.unnest(a.rs), pg_catalog.unnest(a.ts)) AS u(r, t)")
-ACQUIRE_ONE = "SELECT ARRAY[fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8]"
+# Tokens travel as text[] (asyncpg introspects int8[], which costs a second
+# on a server with JIT: too slow for a reconnect within the safe time).
+ACQUIRE_ONE = ("SELECT ARRAY[fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8]"
+               "::pg_catalog.text[]")
 ACQUIRE_MANY = ("SELECT fencing_acquire_all($1::text[], $2, $3::text::interval, $4::text::interval, $5)"
-                "::pg_catalog.int8[]")
+                "::pg_catalog.int8[]::pg_catalog.text[]")
 
 Resources = Union[str, Sequence[str]]
 
@@ -255,10 +258,13 @@ class LeaseBase:
                 (names, self.holder, interval(self.ttl), interval(wait), self.namespace))
 
     def _renew_sql(self) -> Tuple[str, tuple]:
-        return RENEW_ALL, (self.resources, self.tokens, interval(self.ttl), self.namespace)
+        return RENEW_ALL, (self.resources, self._token_texts(), interval(self.ttl), self.namespace)
 
     def _release_sql(self) -> Tuple[str, tuple]:
-        return RELEASE_ALL, (self.resources, self.tokens, self.namespace)
+        return RELEASE_ALL, (self.resources, self._token_texts(), self.namespace)
+
+    def _token_texts(self) -> List[str]:
+        return [str(t) for t in self.tokens or ()]
 
     def _needs_renew_at_once(self, wait: Optional[float], sent: float) -> bool:
         """A waited or slow acquire: the grant came at an unknown moment after

@@ -19,6 +19,14 @@ SELECT n.nspname FROM pg_catalog.pg_extension e
 SET_TOKEN = "SELECT pg_catalog.set_config('fencing.token', $1, true)"
 # A lease statement's bound, for its own transaction only (never the session).
 SET_TIMEOUT = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
+
+
+def bounded_script(sql, seconds):
+    """sql behind SET LOCAL statement_timeout, as ONE simple-query string (the
+    driver binds the parameters client-side): the two statements run in one
+    implicit transaction, so the bound covers sql and ends with it, and the
+    whole costs one round trip."""
+    return f"SET LOCAL statement_timeout = {max(1, int(seconds * 1000))}; {sql}"
 ACQUIRE_MARGIN = 5.0  # an acquire is bounded by its wait plus this many seconds
 
 ACQUIRE = "SELECT fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8"

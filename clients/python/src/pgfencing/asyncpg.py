@@ -3,21 +3,23 @@ under the token.
 
     import pgfencing.asyncpg as fa
     conn = await fa.connect("postgresql:///app")              # codecs registered
-    async with fa.Lease("postgresql:///app", "orders-compactor", ttl=10) as lease:
-        await lease.acquire(wait=30)
+    async with fa.Lease("postgresql:///app", "orders-compactor", ttl=10, wait=30) as lease:
         async with lease.transaction(conn):                     # BEGIN; SET LOCAL fencing.token
             await conn.execute("UPDATE orders SET state = 'done' WHERE id = $1", 7)
 """
+import asyncio
 import weakref
 from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
 
 import asyncpg
 import asyncpg.exceptions
 
 from . import errors
-from ._lease import APPLICATION_NAME
-from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN, drive_async,
-                   fenced_steps, interval, outcome, token_text)
+from ._lease import APPLICATION_NAME, Resources
+from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN,
+                   drive_async, fenced_steps, interval, outcome, token_text)
+from .aio import AsyncLease, Backend
 
 __all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced_update",
            "fenced_delete", "fenced_upsert", "acquire_all", "check", "StaleTokenError",
@@ -78,13 +80,17 @@ def create_pool(dsn=None, *, init=None, **kwargs):
 # ------------------------------------------------------------------ writing under a token
 
 @asynccontextmanager
-async def transaction(conn, token):
-    """BEGIN; SET LOCAL fencing.token = token; <block>; COMMIT (asyncpg's
-    transaction(): a savepoint inside an open one; the token still ends with
-    the outer transaction). Yields conn. A statement of the block that failed
+async def transaction(conn: Any, token: int) -> AsyncIterator[Any]:
+    """BEGIN; SET LOCAL fencing.token = token; <block>; COMMIT. A connection
+    already inside a transaction is refused (TransactionInProgressError): the
+    helper never joins, commits or rolls back the caller's. Yields conn. A statement of the block that failed
     while the block went on anyway: TransactionAbortedError (the server would
     turn the COMMIT into a ROLLBACK without an error; asyncpg does not expose
     the transaction status, so one empty statement finds out)."""
+    if conn.is_in_transaction():
+        raise errors.TransactionInProgressError(
+            "the connection is inside a transaction: the fencing transaction helper runs only on a "
+            "connection outside one (it never commits yours)")
     async with conn.transaction():
         await conn.execute(SET_TOKEN, token_text(token))
         yield conn
@@ -149,18 +155,23 @@ async def check(conn, resource, token, namespace="default"):
 
 # ------------------------------------------------------------------ the lease
 
-class _Backend:
+class _Backend(Backend):
     errors = (asyncpg.PostgresError, asyncpg.InterfaceError)
+    canceled = (asyncpg.exceptions.QueryCanceledError, asyncio.TimeoutError)
+    undefined_function = (asyncpg.exceptions.UndefinedFunctionError,)
 
-    def __init__(self, dsn, kwargs):
+    def __init__(self, dsn: Optional[str], kwargs: Dict[str, Any]) -> None:
         self.dsn, self.kwargs, self.conn = dsn, kwargs, None
 
-    async def one(self, sql, args):
+    async def one(self, sql: str, args: Sequence[Any], seconds: float) -> Any:
         if self.conn is None or self.conn.is_closed():
-            self.conn = await connect(self.dsn, **self.kwargs)
-        return await self.conn.fetchval(sql, *args)
+            # No codecs: the lease's statements return int8[] and bool, and a
+            # reconnect must fit in the safe time left.
+            self.conn = await asyncpg.connect(self.dsn, **self.kwargs)
+        # asyncpg's timeout cancels the statement on the server: nothing is set on the session.
+        return await self.conn.fetchval(sql, *args, timeout=max(seconds, 0.001))
 
-    async def drop(self):
+    async def drop(self) -> None:
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.terminate()
@@ -174,12 +185,17 @@ class _Writes:
     check = staticmethod(check)
 
 
-def Lease(dsn, resource, **kwargs):
+class Lease(AsyncLease):
     """An asyncio lease (pgfencing.aio.AsyncLease) renewed on its own asyncpg
-    connection to dsn; other keyword arguments go to asyncpg.connect()."""
-    from .aio import AsyncLease
-    connect_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k not in AsyncLease.OPTIONS}
-    settings = dict(connect_kwargs.get("server_settings") or {})
-    settings.setdefault("application_name", APPLICATION_NAME)
-    connect_kwargs["server_settings"] = settings
-    return AsyncLease(_Backend(dsn, connect_kwargs), resource, _Writes, **kwargs)
+    connection to dsn; other keyword arguments go to asyncpg.connect()
+    (statement_cache_size defaults to 0 there: no named prepared statements,
+    safe behind PgBouncer in transaction mode). `async with Lease(...) as
+    lease:` acquires."""
+
+    def __init__(self, dsn: Optional[str] = None, resource: Resources = "", **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in AsyncLease.OPTIONS}
+        settings = dict(kwargs.get("server_settings") or {})
+        settings.setdefault("application_name", APPLICATION_NAME)
+        kwargs["server_settings"] = settings
+        kwargs.setdefault("statement_cache_size", 0)
+        super().__init__(_Backend(dsn, kwargs), resource, _Writes, **options)

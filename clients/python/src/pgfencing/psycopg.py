@@ -21,11 +21,12 @@ from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 from psycopg.types import TypeInfo
 
+from . import aio as _aio
 from . import errors
 from ._lease import APPLICATION_NAME, REFUSED, LeaseBase, Resources, monotonic
 from ._sql import (ACQUIRE_ALL, ACQUIRE_MARGIN, CHECK, DIAGNOSIS_FAILED, EXTENSION_TYPE,
-                   SET_TIMEOUT, SET_TOKEN, drive, drive_async, fenced_steps, interval, outcome,
-                   token_text)
+                   SET_TOKEN, bounded_script, drive, drive_async, fenced_steps, interval,
+                   outcome, token_text)
 
 _DEFAULT_WAIT: Any = object()  # acquire(): the constructor's wait
 AnyConnection = Union["psycopg.Connection[Any]", "psycopg.AsyncConnection[Any]"]
@@ -305,17 +306,17 @@ class Lease(LeaseBase):
     # -- connection
     def _connection(self) -> "psycopg.Connection[Any]":
         if self._conn is None or self._conn.closed:
-            self._conn = connect(self._conninfo, autocommit=True, **self._connect_kwargs)
+            # No codecs: the lease's statements return int8[] and bool.
+            self._conn = psycopg.connect(self._conninfo, autocommit=True, **self._connect_kwargs)
         return self._conn
 
     def _bounded(self, sql: str, args: Sequence[Any], seconds: float) -> Any:
-        """One statement in a transaction of its own, bounded by
-        statement_timeout for that transaction only (nothing stays on the
-        connection)."""
-        conn = self._connection()
-        with conn.transaction():
-            conn.execute(_p(SET_TIMEOUT), (str(max(1, int(seconds * 1000))),))
-            row = conn.execute(_p(sql), args).fetchone()
+        """One statement bounded by statement_timeout for its own implicit
+        transaction only (nothing stays on the connection), one round trip."""
+        with psycopg.ClientCursor(self._connection()) as cur:
+            cur.execute(bounded_script(_p(sql), seconds), args)
+            cur.nextset()
+            row = cur.fetchone()
         return None if row is None else row[0]
 
     # -- acquire / release
@@ -489,31 +490,42 @@ class Lease(LeaseBase):
 
 # ------------------------------------------------------------------ the asyncio lease
 
-class _AsyncBackend:
-    def __init__(self, conninfo, kwargs):
-        self.conninfo, self.kwargs, self.conn = conninfo, kwargs, None
+class _AsyncBackend(_aio.Backend):
+    errors = (psycopg.Error,)
+    canceled = (psycopg.errors.QueryCanceled,)
+    undefined_function = (psycopg.errors.UndefinedFunction,)
 
-    async def one(self, sql, args):
+    def __init__(self, conninfo: str, kwargs: Dict[str, Any]) -> None:
+        self.conninfo, self.kwargs = conninfo, kwargs
+        self.conn: "Optional[psycopg.AsyncConnection[Any]]" = None
+
+    async def one(self, sql: str, args: Sequence[Any], seconds: float) -> Any:
         if self.conn is None or self.conn.closed:
-            self.conn = await async_connect(self.conninfo, autocommit=True, **self.kwargs)
-        cur = await self.conn.execute(_p(sql), args)
-        return (await cur.fetchone())[0]
+            # No codecs: the lease's statements return int8[] and bool.
+            self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True, **self.kwargs)
+        async with psycopg.AsyncClientCursor(self.conn) as cur:
+            await cur.execute(bounded_script(_p(sql), seconds), args)
+            cur.nextset()
+            row = await cur.fetchone()
+        return None if row is None else row[0]
 
-    async def drop(self):
+    async def drop(self) -> None:
         conn, self.conn = self.conn, None
         if conn is not None:
             await conn.close()
 
-    errors = (psycopg.Error,)
 
-
-def AsyncLease(conninfo, resource, **kwargs):
+class AsyncLease(_aio.AsyncLease):
     """The asyncio lease (pgfencing.aio.AsyncLease) over a psycopg
-    AsyncConnection; writes with transaction()/fenced_*() on AsyncConnections."""
-    from .aio import AsyncLease as _AsyncLease
-    connect_kwargs = {k: kwargs.pop(k) for k in list(kwargs) if k not in _AsyncLease.OPTIONS}
-    connect_kwargs.setdefault("application_name", APPLICATION_NAME)
-    return _AsyncLease(_AsyncBackend(conninfo, connect_kwargs), resource, _PsycopgAsyncWrites, **kwargs)
+    AsyncConnection to conninfo (other keyword arguments go to
+    AsyncConnection.connect()); writes with transaction()/fenced_*() on
+    AsyncConnections. `async with AsyncLease(...) as lease:` acquires."""
+
+    def __init__(self, conninfo: str = "", resource: Resources = "", **kwargs: Any) -> None:
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _aio.AsyncLease.OPTIONS}
+        kwargs.setdefault("application_name", APPLICATION_NAME)
+        kwargs.setdefault("prepare_threshold", None)
+        super().__init__(_AsyncBackend(conninfo, kwargs), resource, _PsycopgAsyncWrites, **options)
 
 
 async def _async_fenced(conn, kind, table, token, key, jargs, raise_stale):
