@@ -39,7 +39,7 @@ check() {  # check DESCRIPTION COMMAND...: one TAP line; the output is kept as c
 
 # ---- 1. build, offline, from a clean copy (no build/ or egg-info in the tree)
 mkdir -p "$WORK/src" "$WORK/dist"
-cp -r "$HERE/pyproject.toml" "$HERE/README.md" "$HERE/src" "$WORK/src/"
+cp -r "$HERE/pyproject.toml" "$HERE/README.md" "$HERE/LICENSE" "$HERE/src" "$WORK/src/"
 find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
 check "wheel built offline (pip wheel --no-deps --no-build-isolation)" \
     $PY -m pip wheel --no-deps --no-build-isolation --no-index -q -w "$WORK/dist" "$WORK/src"
@@ -56,6 +56,14 @@ missing = need - names
 meta = [n for n in names if n.endswith(".dist-info/METADATA")]
 assert not missing and meta, (missing, meta)
 PY
+check "the wheel carries LICENSE (PostgreSQL License) and py.typed" $PY - "$WHEEL" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = set(z.namelist())
+lic = [n for n in names if n.endswith(".dist-info/LICENSE")]
+assert "pgfencing/py.typed" in names, sorted(names)
+assert lic and z.read(lic[0]).startswith(b"PostgreSQL License"), sorted(names)
+PY
 
 # ---- 2. install into throwaway venvs (no network: PIP_NO_INDEX)
 check "wheel installs into a venv" bash -c "$PY -m venv --system-site-packages '$WORK/venv' &&
@@ -67,6 +75,17 @@ VPY=$WORK/venv/bin/python
 check "the venv imports pgfencing from the installed wheel" bash -c "cd / && '$VPY' -c '
 import pgfencing, pgfencing.psycopg, pgfencing.asyncpg
 assert pgfencing.__file__.startswith(\"$WORK/venv/\"), pgfencing.__file__'"
+
+# mypy --strict: the example against the installed wheel (its py.typed), and
+# the library's own sources.
+if command -v mypy >/dev/null; then
+    check "mypy --strict: example.py against the installed wheel (py.typed honoured)" \
+        bash -c "cd '$WORK' && mypy --strict --no-incremental --python-executable '$VPY' '$HERE/example.py'"
+    check "mypy --strict: example.py with the library's sources (pgfencing itself strict-clean)" \
+        bash -c "cd '$WORK' && MYPYPATH='$HERE/src' mypy --strict --no-incremental '$HERE/example.py'"
+else
+    echo "not ok $((n += 1)) - mypy --strict on the examples: mypy is not installed (apt-get install mypy)"
+fi
 
 # ---- 3. the scratch cluster
 "$ROOT/test/cluster.sh" start

@@ -19,7 +19,7 @@ import socket
 import threading
 import time
 import uuid
-from typing import Callable, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ._sql import interval
 from .errors import LeaseClosedError, LeaseLostError
@@ -252,15 +252,15 @@ class LeaseBase:
         return False
 
     # -- the statements, as (sql, args)
-    def _acquire_sql(self, wait: Optional[float]) -> Tuple[str, tuple]:
+    def _acquire_sql(self, wait: Optional[float]) -> Tuple[str, Tuple[Any, ...]]:
         names: object = self.resources if self._many else self.resource
         return (ACQUIRE_MANY if self._many else ACQUIRE_ONE,
                 (names, self.holder, interval(self.ttl), interval(wait), self.namespace))
 
-    def _renew_sql(self) -> Tuple[str, tuple]:
+    def _renew_sql(self) -> Tuple[str, Tuple[Any, ...]]:
         return RENEW_ALL, (self.resources, self._token_texts(), interval(self.ttl), self.namespace)
 
-    def _release_sql(self) -> Tuple[str, tuple]:
+    def _release_sql(self) -> Tuple[str, Tuple[Any, ...]]:
         return RELEASE_ALL, (self.resources, self._token_texts(), self.namespace)
 
     def _token_texts(self) -> List[str]:

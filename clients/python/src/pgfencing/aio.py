@@ -139,6 +139,7 @@ class AsyncLease(LeaseBase):
 
     async def _renew_loop(self) -> None:
         delay = self._timing.next_sleep()
+        failures = 0
         while True:
             await asyncio.sleep(delay)
             delay = self._timing.next_sleep()
@@ -150,8 +151,11 @@ class AsyncLease(LeaseBase):
                 ok = await asyncio.wait_for(self._backend.one(*self._renew_sql(), left), left)
             except Exception:  # any failure is a renewal not confirmed (asyncpg raises non-Postgres errors too)
                 await self._backend.drop()
-                delay = self._timing.retry_sleep()
+                # A broken connection is replaced at once; repeated failures back off.
+                delay = self._timing.retry_sleep() if failures else 0.0
+                failures += 1
                 continue  # retried until the deadline; the watchdog fires the signal
+            failures = 0
             if self.closed:
                 return
             if ok:

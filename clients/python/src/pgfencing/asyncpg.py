@@ -10,10 +10,10 @@ under the token.
 import asyncio
 import weakref
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Dict, List, Optional, Sequence
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple
 
-import asyncpg
-import asyncpg.exceptions
+import asyncpg  # type: ignore[import]
+import asyncpg.exceptions  # type: ignore[import]
 
 from . import errors
 from ._lease import APPLICATION_NAME, Resources
@@ -31,20 +31,20 @@ __all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced
 # without these, TF001/TF002 come out as UnknownPostgresError, a
 # FatalPostgresError ("should result in server disconnection").
 
-class StaleTokenError(errors.StaleTokenError, asyncpg.PostgresError):
+class StaleTokenError(errors.StaleTokenError, asyncpg.PostgresError):  # type: ignore[misc]
     sqlstate = errors.STALE_TOKEN
 
-    def _server_fields(self):
+    def _server_fields(self) -> Tuple[Optional[str], Optional[str], Optional[str]]:
         return self.detail, self.schema_name, self.table_name
 
 
-class TokenRequiredError(errors.TokenRequiredError, asyncpg.PostgresError):
+class TokenRequiredError(errors.TokenRequiredError, asyncpg.PostgresError):  # type: ignore[misc]
     sqlstate = errors.TOKEN_REQUIRED
 
 
 # ------------------------------------------------------------------ codecs
 
-async def register(conn):
+async def register(conn: Any) -> str:
     """fencing_token as int over asyncpg's binary int8 codec (the type's
     send/recv are int8's): Python ints as parameters, ints in results, exact
     at 9223372036854775807; fencing_token[] follows. Returns the schema."""
@@ -53,10 +53,10 @@ async def register(conn):
         raise asyncpg.exceptions.UndefinedObjectError(
             "extension fencing is not installed in this database")
     await conn.set_builtin_type_codec("fencing_token", schema=schema, codec_name="int8")
-    return schema
+    return str(schema)
 
 
-async def connect(dsn=None, **kwargs):
+async def connect(dsn: Optional[str] = None, **kwargs: Any) -> Any:
     """asyncpg.connect() with the codecs registered."""
     conn = await asyncpg.connect(dsn, **kwargs)
     try:
@@ -67,10 +67,11 @@ async def connect(dsn=None, **kwargs):
     return conn
 
 
-def create_pool(dsn=None, *, init=None, **kwargs):
+def create_pool(dsn: Optional[str] = None, *, init: Optional[Callable[[Any], Awaitable[None]]] = None,
+                **kwargs: Any) -> Any:
     """asyncpg.create_pool() whose connections have the codecs registered
     (before the caller's own init, if any)."""
-    async def _init(conn):
+    async def _init(conn: Any) -> None:
         await register(conn)
         if init is not None:
             await init(conn)
@@ -100,15 +101,16 @@ async def transaction(conn: Any, token: int) -> AsyncIterator[Any]:
             raise errors.TransactionAbortedError(errors.ABORTED_MESSAGE) from e
 
 
-_HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
+_HAS_RESULT: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
 
 
-async def _fenced(conn, kind, table, token, key, jargs, raise_stale):
-    async def fetch(sql, args):
+async def _fenced(conn: Any, kind: str, table: str, token: int, key: Any, jargs: Tuple[Any, ...],
+                 raise_stale: bool) -> int:
+    async def fetch(sql: str, args: Tuple[Any, ...]) -> Any:
         row = await conn.fetchrow(sql, *args)
         return None if row is None else tuple(row)
 
-    async def diagnose(sql, args):
+    async def diagnose(sql: str, args: Tuple[Any, ...]) -> Any:
         try:
             async with conn.transaction():  # a savepoint inside an open transaction
                 return await fetch(sql, args)
@@ -118,22 +120,24 @@ async def _fenced(conn, kind, table, token, key, jargs, raise_stale):
     return outcome(await drive_async(steps, fetch, diagnose), StaleTokenError)
 
 
-async def fenced_update(conn, table, token, key, changes, raise_stale=True):
+async def fenced_update(conn: Any, table: str, token: int, key: Dict[str, Any], changes: Dict[str, Any],
+                        raise_stale: bool = True) -> int:
     """fenced_update(): rows written. A row refused as stale raises
     StaleTokenError (raise_stale=False: the count only); 0 without an error
     means no row matched."""
     return await _fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
-async def fenced_delete(conn, table, token, key, raise_stale=True):
+async def fenced_delete(conn: Any, table: str, token: int, key: Dict[str, Any], raise_stale: bool = True) -> int:
     return await _fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
-async def fenced_upsert(conn, table, token, row, raise_stale=True):
+async def fenced_upsert(conn: Any, table: str, token: int, row: Dict[str, Any], raise_stale: bool = True) -> int:
     return await _fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
-async def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
+async def acquire_all(conn: Any, resources: Sequence[str], holder: str, ttl: float,
+                      wait: Optional[float] = None, namespace: str = "default") -> Optional[List[int]]:
     """fencing_acquire_all(): a list of tokens in the given order, or None
     when not all were acquired (none is held then)."""
     try:
@@ -144,11 +148,11 @@ async def acquire_all(conn, resources, holder, ttl, wait=None, namespace="defaul
     return None if tokens is None else [int(t) for t in tokens]
 
 
-async def check(conn, resource, token, namespace="default"):
+async def check(conn: Any, resource: str, token: int, namespace: str = "default") -> bool:
     """fencing_check(): is token still current for resource? A check, not a
     fence (the answer can change right after): for external side effects."""
     try:
-        return await conn.fetchval(CHECK, resource, int(token), namespace)
+        return bool(await conn.fetchval(CHECK, resource, int(token), namespace))
     except asyncpg.exceptions.UndefinedFunctionError as e:
         raise errors.too_old("fencing_check", e) from e
 
@@ -164,12 +168,14 @@ class _Backend(Backend):
         self.dsn, self.kwargs, self.conn = dsn, kwargs, None
 
     async def one(self, sql: str, args: Sequence[Any], seconds: float) -> Any:
-        if self.conn is None or self.conn.is_closed():
-            # No codecs: the lease's statements return int8[] and bool, and a
+        conn = self.conn
+        if conn is None or conn.is_closed():
+            # No codecs: the lease's statements return text[] and bool, and a
             # reconnect must fit in the safe time left.
-            self.conn = await asyncpg.connect(self.dsn, **self.kwargs)
+            conn = await asyncpg.connect(self.dsn, **self.kwargs)
+            self.conn = conn
         # asyncpg's timeout cancels the statement on the server: nothing is set on the session.
-        return await self.conn.fetchval(sql, *args, timeout=max(seconds, 0.001))
+        return await conn.fetchval(sql, *args, timeout=max(seconds, 0.001))
 
     async def drop(self) -> None:
         conn, self.conn = self.conn, None

@@ -44,16 +44,17 @@ _INT8 = struct.Struct("!q")
 # Subclasses of psycopg.DatabaseError registered for TF001/TF002: psycopg
 # raises them itself for every connection of the process.
 
-class StaleTokenError(errors.StaleTokenError, psycopg.DatabaseError, code=errors.STALE_TOKEN,
+class StaleTokenError(errors.StaleTokenError, psycopg.DatabaseError,  # type: ignore[misc]
+                      code=errors.STALE_TOKEN,
                       name="STALE_FENCING_TOKEN"):
     __module__ = "pgfencing.psycopg"
 
-    def _server_fields(self):
+    def _server_fields(self) -> Tuple[Optional[str], Optional[str], Optional[str]]:
         d = self.diag
         return d.message_detail, d.schema_name, d.table_name
 
 
-class TokenRequiredError(errors.TokenRequiredError, psycopg.DatabaseError,
+class TokenRequiredError(errors.TokenRequiredError, psycopg.DatabaseError,  # type: ignore[misc]
                          code=errors.TOKEN_REQUIRED, name="FENCING_TOKEN_REQUIRED"):
     __module__ = "pgfencing.psycopg"
 
@@ -71,32 +72,32 @@ class Token(int):
 class TokenTextLoader(Loader):
     format = Format.TEXT
 
-    def load(self, data):
+    def load(self, data: Any) -> int:
         return int(bytes(data))
 
 
 class TokenBinaryLoader(Loader):
     format = Format.BINARY
 
-    def load(self, data):
-        return _INT8.unpack(data)[0]
+    def load(self, data: Any) -> int:
+        return int(_INT8.unpack(data)[0])
 
 
 class _TokenTextDumper(Dumper):
     format = Format.TEXT
 
-    def dump(self, obj):
+    def dump(self, obj: Any) -> bytes:
         return str(int(obj)).encode()
 
 
 class _TokenBinaryDumper(Dumper):
     format = Format.BINARY
 
-    def dump(self, obj):
+    def dump(self, obj: Any) -> bytes:
         return _INT8.pack(obj)
 
 
-def _register_info(conn, row):
+def _register_info(conn: AnyConnection, row: Optional[Tuple[Any, ...]]) -> int:
     if row is None:
         raise psycopg.errors.UndefinedObject("type fencing_token not found: "
                                              "CREATE EXTENSION fencing in this database")
@@ -108,7 +109,7 @@ def _register_info(conn, row):
     attrs = {"oid": oid}
     conn.adapters.register_dumper(Token, type("TokenTextDumper", (_TokenTextDumper,), attrs))
     conn.adapters.register_dumper(Token, type("TokenBinaryDumper", (_TokenBinaryDumper,), attrs))
-    return oid
+    return int(oid)
 
 
 _IDLE = psycopg.pq.TransactionStatus.IDLE
@@ -163,7 +164,7 @@ async def async_connect(conninfo: str = "", **kwargs: Any) -> "psycopg.AsyncConn
     """psycopg.AsyncConnection.connect() with the codecs registered (and
     prepare_threshold=None unless given, as connect())."""
     kwargs.setdefault("prepare_threshold", None)
-    conn = await psycopg.AsyncConnection.connect(conninfo, **kwargs)
+    conn: "psycopg.AsyncConnection[Any]" = await psycopg.AsyncConnection.connect(conninfo, **kwargs)
     try:
         await register_async(conn)
     except BaseException:
@@ -219,14 +220,15 @@ def _p(sql: str) -> str:
     return re.sub(r"\$\d+", "%s", sql)
 
 
-_HAS_RESULT = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
+_HAS_RESULT: "weakref.WeakKeyDictionary[Any, bool]" = weakref.WeakKeyDictionary()  # connection -> the server has fenced_*_result()
 
 
-def _fenced(conn, kind, table, token, key, jargs, raise_stale):
-    def fetch(sql, args):
+def _fenced(conn: "psycopg.Connection[Any]", kind: str, table: str, token: int, key: Any, jargs: Tuple[Any, ...],
+            raise_stale: bool) -> int:
+    def fetch(sql: str, args: Tuple[Any, ...]) -> Any:
         return conn.execute(_p(sql), args).fetchone()
 
-    def diagnose(sql, args):
+    def diagnose(sql: str, args: Tuple[Any, ...]) -> Any:
         try:
             with conn.transaction():  # a savepoint inside an open transaction
                 return fetch(sql, args)
@@ -236,7 +238,8 @@ def _fenced(conn, kind, table, token, key, jargs, raise_stale):
     return outcome(drive(steps, fetch, diagnose), StaleTokenError)
 
 
-def fenced_update(conn, table, token, key, changes, raise_stale=True):
+def fenced_update(conn: "psycopg.Connection[Any]", table: str, token: int, key: Dict[str, Any], changes: Dict[str, Any],
+                  raise_stale: bool = True) -> int:
     """fenced_update(): rows written. A row refused as stale raises
     StaleTokenError (raise_stale=False: the count only); 0 without an error
     means no row matched. Uses fenced_update_result() where the server has
@@ -244,15 +247,18 @@ def fenced_update(conn, table, token, key, changes, raise_stale=True):
     return _fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
-def fenced_delete(conn, table, token, key, raise_stale=True):
+def fenced_delete(conn: "psycopg.Connection[Any]", table: str, token: int, key: Dict[str, Any],
+                  raise_stale: bool = True) -> int:
     return _fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
-def fenced_upsert(conn, table, token, row, raise_stale=True):
+def fenced_upsert(conn: "psycopg.Connection[Any]", table: str, token: int, row: Dict[str, Any],
+                  raise_stale: bool = True) -> int:
     return _fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
-def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
+def acquire_all(conn: "psycopg.Connection[Any]", resources: Sequence[str], holder: str, ttl: float,
+                wait: Optional[float] = None, namespace: str = "default") -> Optional[List[int]]:
     """fencing_acquire_all(): a list of tokens (one per resource, in the
     given order), or None when not all were acquired (none is held then)."""
     try:
@@ -260,15 +266,16 @@ def acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
                                              namespace)).fetchone()
     except psycopg.errors.UndefinedFunction as e:
         raise errors.too_old("fencing_acquire_all", e) from e
-    return None if row[0] is None else [int(t) for t in row[0]]
+    return None if row is None or row[0] is None else [int(t) for t in row[0]]
 
 
-def check(conn, resource, token, namespace="default"):
+def check(conn: "psycopg.Connection[Any]", resource: str, token: int, namespace: str = "default") -> bool:
     """fencing_check(): is token still current for resource? A check, not a
     fence: the answer can change right after it. Use it before an external
     side effect; writes to the database are fenced by the token itself."""
     try:
-        return conn.execute(_p(CHECK), (resource, int(token), namespace)).fetchone()[0]
+        row = conn.execute(_p(CHECK), (resource, int(token), namespace)).fetchone()
+        return bool(row and row[0])
     except psycopg.errors.UndefinedFunction as e:
         raise errors.too_old("fencing_check", e) from e
 
@@ -306,7 +313,7 @@ class Lease(LeaseBase):
     # -- connection
     def _connection(self) -> "psycopg.Connection[Any]":
         if self._conn is None or self._conn.closed:
-            # No codecs: the lease's statements return int8[] and bool.
+            # No codecs: the lease's statements return text[] and bool.
             self._conn = psycopg.connect(self._conninfo, autocommit=True, **self._connect_kwargs)
         return self._conn
 
@@ -320,7 +327,7 @@ class Lease(LeaseBase):
         return None if row is None else row[0]
 
     # -- acquire / release
-    def acquire(self, wait: Optional[float] = _DEFAULT_WAIT) -> int:  # type: ignore[assignment]
+    def acquire(self, wait: Optional[float] = _DEFAULT_WAIT) -> int:
         """Acquires the lease, waiting up to wait seconds (default: the
         constructor's wait; None: do not wait) for the live one to end.
         Returns the (first) token; raises LeaseNotAcquiredError. On a lease
@@ -424,6 +431,7 @@ class Lease(LeaseBase):
 
     def _renew_loop(self) -> None:
         delay = self._timing.next_sleep()
+        failures = 0
         while not self._stop.wait(delay):
             if self.state != "held":
                 return
@@ -434,8 +442,11 @@ class Lease(LeaseBase):
                 if self._stop.is_set():
                     return
                 self._drop_connection()
-                delay = self._timing.retry_sleep()
+                # A broken connection is replaced at once; repeated failures back off.
+                delay = self._timing.retry_sleep() if failures else 0.0
+                failures += 1
                 continue  # retried until the deadline; the watchdog fires the signal
+            failures = 0
             delay = self._timing.next_sleep()
             if self._stop.is_set():
                 return
@@ -501,9 +512,11 @@ class _AsyncBackend(_aio.Backend):
 
     async def one(self, sql: str, args: Sequence[Any], seconds: float) -> Any:
         if self.conn is None or self.conn.closed:
-            # No codecs: the lease's statements return int8[] and bool.
+            # No codecs: the lease's statements return text[] and bool.
             self.conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True, **self.kwargs)
-        async with psycopg.AsyncClientCursor(self.conn) as cur:
+        conn = self.conn
+        assert conn is not None
+        async with psycopg.AsyncClientCursor(conn) as cur:
             await cur.execute(bounded_script(_p(sql), seconds), args)
             cur.nextset()
             row = await cur.fetchone()
@@ -528,11 +541,12 @@ class AsyncLease(_aio.AsyncLease):
         super().__init__(_AsyncBackend(conninfo, kwargs), resource, _PsycopgAsyncWrites, **options)
 
 
-async def _async_fenced(conn, kind, table, token, key, jargs, raise_stale):
-    async def fetch(sql, args):
+async def _async_fenced(conn: "psycopg.AsyncConnection[Any]", kind: str, table: str, token: int, key: Any,
+                        jargs: Tuple[Any, ...], raise_stale: bool) -> int:
+    async def fetch(sql: str, args: Tuple[Any, ...]) -> Any:
         return await (await conn.execute(_p(sql), args)).fetchone()
 
-    async def diagnose(sql, args):
+    async def diagnose(sql: str, args: Tuple[Any, ...]) -> Any:
         try:
             async with conn.transaction():
                 return await fetch(sql, args)
@@ -542,35 +556,41 @@ async def _async_fenced(conn, kind, table, token, key, jargs, raise_stale):
     return outcome(await drive_async(steps, fetch, diagnose), StaleTokenError)
 
 
-async def async_fenced_update(conn, table, token, key, changes, raise_stale=True):
+async def async_fenced_update(conn: "psycopg.AsyncConnection[Any]", table: str, token: int, key: Dict[str, Any],
+                              changes: Dict[str, Any], raise_stale: bool = True) -> int:
     """fenced_update() on an AsyncConnection."""
     return await _async_fenced(conn, "update", table, token, key, (key, changes), raise_stale)
 
 
-async def async_fenced_delete(conn, table, token, key, raise_stale=True):
+async def async_fenced_delete(conn: "psycopg.AsyncConnection[Any]", table: str, token: int, key: Dict[str, Any],
+                              raise_stale: bool = True) -> int:
     return await _async_fenced(conn, "delete", table, token, key, (key,), raise_stale)
 
 
-async def async_fenced_upsert(conn, table, token, row, raise_stale=True):
+async def async_fenced_upsert(conn: "psycopg.AsyncConnection[Any]", table: str, token: int, row: Dict[str, Any],
+                              raise_stale: bool = True) -> int:
     return await _async_fenced(conn, "upsert", table, token, row, (row,), raise_stale)
 
 
-async def async_acquire_all(conn, resources, holder, ttl, wait=None, namespace="default"):
+async def async_acquire_all(conn: "psycopg.AsyncConnection[Any]", resources: Sequence[str], holder: str, ttl: float,
+                            wait: Optional[float] = None,
+                            namespace: str = "default") -> Optional[List[int]]:
     try:
         cur = await conn.execute(_p(ACQUIRE_ALL), (list(resources), holder, interval(ttl),
                                                    interval(wait), namespace))
     except psycopg.errors.UndefinedFunction as e:
         raise errors.too_old("fencing_acquire_all", e) from e
-    tokens = (await cur.fetchone())[0]
-    return None if tokens is None else [int(t) for t in tokens]
+    row = await cur.fetchone()
+    return None if row is None or row[0] is None else [int(t) for t in row[0]]
 
 
-async def async_check(conn, resource, token, namespace="default"):
+async def async_check(conn: "psycopg.AsyncConnection[Any]", resource: str, token: int, namespace: str = "default") -> bool:
     try:
         cur = await conn.execute(_p(CHECK), (resource, int(token), namespace))
     except psycopg.errors.UndefinedFunction as e:
         raise errors.too_old("fencing_check", e) from e
-    return (await cur.fetchone())[0]
+    row = await cur.fetchone()
+    return bool(row and row[0])
 
 
 class _PsycopgAsyncWrites:
