@@ -8,7 +8,11 @@
 #   3. starts its own scratch cluster (test/cluster.sh, as postgres, on
 #      CLIENT_PYTHON_PGPORT, default 55440, in a private directory) with the
 #      installed extension (make install first);
-#   4. runs tests/run_tests.py and example.py from the venv.
+#   4. runs tests/run_tests.py and example.py from the venv;
+#   5. with Debian's PgBouncer (< 1.21) in transaction pooling on
+#      CLIENT_PYTHON_PGBOUNCER_PORT (default the cluster's port + 1): named
+#      prepared statements run another client's statement, and the library's
+#      connections (prepare_threshold=None) do not (tests/pgbouncer_prepared.py).
 # Prints "ok N - ..." / "not ok N - ..." lines.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -98,4 +102,37 @@ check "example.py runs against the cluster" "$VPY" "$HERE/example.py"
 # fencing_acquire_all()/fencing_check() are tested whenever this tree's
 # update script defines them (then their absence is a failure).
 if grep -q 'fencing_acquire_all' "$ROOT/sql/fencing--1.4--1.5.sql"; then export REQUIRE_LEASES_1_5=1; fi
-TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py"
+status=0
+TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py" | tee "$WORK/run_tests.out" || status=1
+n=$((n + $(grep -cE '^(not )?ok ' "$WORK/run_tests.out")))
+
+# ---- 5. PgBouncer (Debian's, < 1.21) in transaction pooling: named prepared
+# statements run another client's statement; the library's connections do not.
+PGB_PORT=${CLIENT_PYTHON_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
+if command -v pgbouncer >/dev/null; then
+    PGB=$WORK/pgbouncer
+    mkdir -p "$PGB"
+    cat >"$PGB/pgbouncer.ini" <<INI
+[databases]
+pgb_named = host=127.0.0.1 port=$FENCING_PGPORT dbname=postgres
+pgb_lib = host=127.0.0.1 port=$FENCING_PGPORT dbname=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGB/users.txt
+pool_mode = transaction
+default_pool_size = 2
+max_client_conn = 50
+logfile = $PGB/pgbouncer.log
+pidfile = $PGB/pgbouncer.pid
+INI
+    echo '"postgres" ""' >"$PGB/users.txt"
+    if [ "$(id -u)" = 0 ]; then chown -R postgres "$PGB"; PGB_RUN="runuser -u postgres --"; else PGB_RUN=; fi
+    $PGB_RUN pgbouncer -d "$PGB/pgbouncer.ini" && sleep 1
+    TAP_OFFSET=$n "$VPY" "$HERE/tests/pgbouncer_prepared.py" "$PGB_PORT" \
+        "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2): /" || status=1
+    [ -f "$PGB/pgbouncer.pid" ] && kill "$(cat "$PGB/pgbouncer.pid")" 2>/dev/null
+fi
+exit $status
