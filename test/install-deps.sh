@@ -33,8 +33,9 @@ FULL_ONLY=(
     sqlsmith
     # production surroundings: PgBouncer, pg_repack, pg_partman, asyncpg
     pgbouncer postgresql-15-repack postgresql-15-partman python3-asyncpg
-    # the Python client (clients/python): wheel, sdist, venv installs, offline
-    python3-venv python3-pip python3-setuptools python3-wheel
+    # the Python client (clients/python): wheel, sdist, venv installs, offline;
+    # psycopg_pool (configure=register) and mypy --strict on the examples
+    python3-venv python3-pip python3-setuptools python3-wheel python3-psycopg-pool mypy
     # retirement from pg_cron (test/t/082_retire_cron.pl, docs/cookbook.md)
     postgresql-15-cron
     # the client examples (examples/): Django, SQLAlchemy, JDBC; the Java client (clients/java)

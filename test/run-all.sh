@@ -77,6 +77,12 @@
 #              sdist built offline and installed into venvs; leases, heartbeat, a
 #              SIGSTOP past the TTL, token carriage, codecs, for psycopg 3 (sync and
 #              async) and asyncpg, on its own scratch cluster
+#   conformance  one contract, one suite (clients/CONTRACT.md, clients/conformance/):
+#              the same ten cases with the same timings against every library's
+#              agent (waited acquire, SIGSTOP past the TTL, refused renewal, the
+#              check before COMMIT, close during a renewal, release of a lost
+#              lease, stale fenced_*, fast/immediate/kill -9 restarts): the lost
+#              signal never early, never late; a table per library; own cluster
 #   pg15-assert, pg18-assert
 #              PostgreSQL 15 and 18 built from Debian's source with --enable-cassert
 #              (test/pg/build-server.sh, cached): the extension with -Werror,
@@ -100,7 +106,7 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    migrations restore encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
@@ -259,6 +265,7 @@ suite_client-java() { run_tap_like client-java clients/java/test.sh; }
 suite_client-go() { run_tap_like client-go clients/go/test.sh; }
 suite_client-node() { run_tap_like client-node clients/node/test.sh; }
 suite_client-python() { run_tap_like client-python clients/python/test.sh; }
+suite_conformance() { SUITE_TIMEOUT=1500 run_tap_like conformance clients/conformance/run.sh; }
 suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 
 suite_tap() {

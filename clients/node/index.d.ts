@@ -1,6 +1,9 @@
 // Type declarations for pg-fencing (plain JavaScript, index.js).
 import { EventEmitter } from 'events';
-import type { Client, ClientConfig, CustomTypesConfig } from 'pg';
+import type { Client, ClientBase, ClientConfig, CustomTypesConfig } from 'pg';
+
+/** A connected node-postgres client: a pg.Client, or a pg.Pool's PoolClient (pool.connect()). */
+export type AnyClient = ClientBase;
 
 /** 9223372036854775807n, the largest fencing token. */
 export const MAX_TOKEN: bigint;
@@ -36,12 +39,24 @@ export class TokenRequiredError extends Error {
   hint: string | null;
 }
 
-/** The lease was lost (a renewal refused or late) or released. */
+/** The lease was declared lost: a renewal was refused ('refused'), or none was confirmed within its safe time ('expired'). */
 export class LeaseLostError extends Error {
   code: 'LEASE_LOST';
   resources: string[] | null;
   tokens: bigint[] | null;
-  reason: string | null;
+  reason: 'refused' | 'expired' | null;
+}
+
+/** The lease was released or closed: nothing starts or commits under it. Not a LeaseLostError. */
+export class LeaseClosedError extends Error {
+  code: 'LEASE_CLOSED';
+  resources: string[] | null;
+  tokens: bigint[] | null;
+}
+
+/** withToken() was given a client inside a transaction: the library never commits the caller's transaction. */
+export class TransactionInProgressError extends Error {
+  code: 'TRANSACTION_IN_PROGRESS';
 }
 
 /** A statement inside withToken() failed, its error was caught, and the COMMIT rolled back. */
@@ -68,9 +83,9 @@ export interface LeaseOptions {
   jitter?: number;
   /** The lost signal fires this many ms before the TTL would end without a renewal (default ttl / 5). */
   safety?: number;
-  /** statement_timeout of the lease's connection for renew and release, ms (default ttl / 3). */
+  /** Bound of a release, ms (default max(ttl / 3, 1000)); set per transaction, never for the session. */
   statementTimeout?: number;
-  /** Added to wait as the acquire's statement_timeout, ms (default 5000). */
+  /** Added to wait as the acquire's bound, ms (default 5000). */
   acquireMargin?: number;
   onLost?: (err: LeaseLostError) => void;
 }
@@ -86,22 +101,28 @@ export class Lease extends EventEmitter {
   readonly token: bigint;
   /** One per resource, in the order of resources. */
   readonly tokens: bigint[];
-  /** Aborts (reason: a LeaseLostError) when the lease is lost or released. */
+  /** Aborts (reason: a LeaseLostError) when the lease is declared lost; not on release/close. */
   readonly lost: AbortSignal;
+  /** 'held', 'lost' or 'closed' (after release/close; wins over lost). */
+  readonly state: 'held' | 'lost' | 'closed';
+  /** Declared lost (checks the deadline first); stays true after a later close. */
   readonly isLost: boolean;
-  readonly lostReason: string | null;
+  /** release() or close() was called. */
+  readonly isClosed: boolean;
+  readonly lostReason: 'refused' | 'expired' | null;
   readonly renewals: number;
   /** How many times a broken renewal connection was replaced. */
   readonly reconnects: number;
+  /** Throws LeaseClosedError after release/close, LeaseLostError once lost. */
   throwIfLost(): void;
   remaining(): number;
-  /** false when the server did not end it (already ended, or unreachable: it then expires at its TTL). */
+  /** true when the server ended a live lease of these tokens; false for a lost lease, a second call, or an unreachable server. Never throws for those. */
   release(): Promise<boolean>;
   close(): Promise<void>;
   [Symbol.asyncDispose](): Promise<boolean>;
   /** The token of one of the lease's resources (default: the first). */
   tokenFor(resource?: string): bigint;
-  transaction<T>(client: Client, fn: (client: Client) => Promise<T>, opts?: { resource?: string }): Promise<T>;
+  transaction<T, C extends ClientBase = ClientBase>(client: C, fn: (client: C) => Promise<T>, opts?: { resource?: string }): Promise<T>;
   on(event: 'lost', listener: (err: LeaseLostError) => void): this;
   on(event: 'renewed', listener: (renewals: number) => void): this;
   on(event: 'error', listener: (err: Error) => void): this;
@@ -117,22 +138,22 @@ export const tryAcquire: typeof Lease.tryAcquire;
 export const acquireAll: typeof Lease.acquireAll;
 export function withLease<T>(connection: Connection, opts: LeaseOptions & { resource: string }, fn: (lease: Lease) => Promise<T>): Promise<T>;
 
-export function withToken<T>(client: Client, tokenOrLease: TokenLike, fn: (client: Client) => Promise<T>, opts?: { resource?: string }): Promise<T>;
+export function withToken<T, C extends ClientBase = ClientBase>(client: C, tokenOrLease: TokenLike, fn: (client: C) => Promise<T>, opts?: { resource?: string }): Promise<T>;
 
 export interface FencedOptions {
   /** Return 0 for a stale token instead of throwing StaleTokenError. */
   staleAsZero?: boolean;
 }
-export function fencedUpdate(client: Client, table: string, token: TokenLike, key: object, changes: object, opts?: FencedOptions): Promise<number>;
-export function fencedDelete(client: Client, table: string, token: TokenLike, key: object, opts?: FencedOptions): Promise<number>;
-export function fencedUpsert(client: Client, table: string, token: TokenLike, row: object, opts?: FencedOptions & { key?: object }): Promise<number>;
+export function fencedUpdate(client: ClientBase, table: string, token: TokenLike, key: object, changes: object, opts?: FencedOptions): Promise<number>;
+export function fencedDelete(client: ClientBase, table: string, token: TokenLike, key: object, opts?: FencedOptions): Promise<number>;
+export function fencedUpsert(client: ClientBase, table: string, token: TokenLike, row: object, opts?: FencedOptions & { key?: object }): Promise<number>;
 /** fencing_check(): whether token is still current for resource. A check, not a fence. */
-export function check(client: Client, resource: string, token: TokenLike, namespace?: string): Promise<boolean>;
+export function check(client: ClientBase, resource: string, token: TokenLike, namespace?: string): Promise<boolean>;
 
 export interface TokenOids { oid: number; arrayOid: number; }
 export function connect(config?: ClientConfig | string | Client): Promise<Client>;
-export function register(client: Client): Promise<TokenOids>;
-export function tokenOids(client: Client): Promise<TokenOids>;
+export function register(client: ClientBase): Promise<TokenOids>;
+export function tokenOids(client: ClientBase): Promise<TokenOids>;
 export function typesFor(oids: TokenOids, base?: CustomTypesConfig): CustomTypesConfig;
 export function typedError(err: unknown): unknown;
 export function parseStaleDetail(detail: string | null | undefined): { key: string; offered: bigint; hwm: bigint; strict: boolean } | null;

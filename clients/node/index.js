@@ -53,7 +53,10 @@ class TokenRequiredError extends Error {
   }
 }
 
-/** The lease ended (renewal failed, refused, or released) before the work was done. */
+/**
+ * The lease was declared lost: a renewal was refused (reason 'refused'), or
+ * no renewal was confirmed within its safe time (reason 'expired').
+ */
 class LeaseLostError extends Error {
   constructor(message, fields = {}) {
     super(message);
@@ -62,6 +65,29 @@ class LeaseLostError extends Error {
     this.resources = fields.resources ?? null;
     this.tokens = fields.tokens ?? null;
     this.reason = fields.reason ?? null;
+  }
+}
+
+/** The lease was released or closed: nothing starts or commits under it any more. Not a LeaseLostError. */
+class LeaseClosedError extends Error {
+  constructor(message, fields = {}) {
+    super(message);
+    this.name = 'LeaseClosedError';
+    this.code = 'LEASE_CLOSED';
+    this.resources = fields.resources ?? null;
+    this.tokens = fields.tokens ?? null;
+  }
+}
+
+/**
+ * withToken() was given a client inside a transaction: the library never
+ * joins, commits or rolls back the caller's transaction.
+ */
+class TransactionInProgressError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'TransactionInProgressError';
+    this.code = 'TRANSACTION_IN_PROGRESS';
   }
 }
 
@@ -164,6 +190,7 @@ const TYPES_SQL = `SELECT t.oid, t.typarray
  WHERE e.extname OPERATOR(pg_catalog.=) 'fencing' AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'`;
 
 const REGISTERED = Symbol('pg-fencing.registered');
+const TRACKED = Symbol('pg-fencing.tracked');
 const BROKEN = Symbol('pg-fencing.broken');
 const TX_STATUS = Symbol('pg-fencing.txStatus');
 
@@ -188,13 +215,15 @@ async function tokenOids(client) {
 async function register(client) {
   refuseBinary(client);
   if (client[REGISTERED]) return client[REGISTERED];
+  // The transaction status from every ReadyForQuery, the type lookup's own
+  // included: a client registered inside the caller's transaction is 'T'.
+  if (!client[TRACKED] && client.connection && typeof client.connection.on === 'function') {
+    client[TRACKED] = true;
+    client.connection.on('readyForQuery', (msg) => { client[TX_STATUS] = msg.status; });
+  }
   const oids = await tokenOids(client);
   client.setTypeParser(oids.oid, 'text', parseToken);
   client.setTypeParser(oids.arrayOid, 'text', parseTokenArray);
-  if (client.connection && typeof client.connection.on === 'function') {
-    client.connection.on('readyForQuery', (msg) => { client[TX_STATUS] = msg.status; });
-  }
-  client[TX_STATUS] = 'I';
   client[REGISTERED] = oids;
   return oids;
 }
@@ -245,12 +274,33 @@ function sleep(ms) {
 
 // ---------------------------------------------------------------- leases
 
+// A parameter as an SQL literal, for timedQuery's simple-query string.
+function literal(client, v) {
+  if (v === null || v === undefined) return 'NULL';
+  if (Array.isArray(v)) return `ARRAY[${v.map((x) => literal(client, x)).join(', ')}]::pg_catalog.text[]`;
+  return client.escapeLiteral(String(v));
+}
+
+// One statement bounded by statement_timeout for its own implicit
+// transaction only: "SET LOCAL statement_timeout = N; <statement>" as ONE
+// simple-query string (parameters inlined as literals), so the bound ends
+// with the statement, nothing stays on the connection (behind a pooler it
+// would reach other applications), and it costs one round trip.
+async function timedQuery(client, ms, text, values) {
+  const sql = text.replace(/\$(\d+)/g, (_, i) => literal(client, values[Number(i) - 1]));
+  const results = await client.query(`SET LOCAL statement_timeout = ${Math.max(1, Math.floor(ms))}; ${sql}`);
+  return results[results.length - 1];
+}
+
 /**
  * A lease on one or more resources, renewed in the background on a
- * connection of its own. `lost` (an AbortSignal) aborts, and the 'lost'
- * event fires, as soon as a renewal is refused or when no renewal succeeded
- * by `safety` ms before the TTL ends: before the server lets another holder
- * in, as far as this process's clock can tell.
+ * connection of its own (clients/CONTRACT.md). `lost` (an AbortSignal)
+ * aborts, and the 'lost' event fires, once, as soon as a renewal is refused
+ * (reason 'refused') or when no renewal was confirmed within ttl - safety ms
+ * of the send of the call that last set its expiry (reason 'expired'):
+ * before the server lets another holder in, and never before the lease may
+ * have expired there. release()/close() end it without the lost signal:
+ * `state` is then 'closed' and writes throw LeaseClosedError.
  */
 class Lease extends EventEmitter {
   constructor(client, opts, tokens, sentAt) {
@@ -262,12 +312,15 @@ class Lease extends EventEmitter {
     this.ttl = opts.ttl;
     this.tokens = tokens;
     this.token = tokens[0];
-    this.renewEvery = opts.renewEvery ?? Math.max(1, Math.floor(opts.ttl / 3));
+    this.renewEvery = opts.renewEvery ?? this.ttl / 3;
     this.jitter = opts.jitter ?? 0.2;
-    this.safety = opts.safety ?? Math.max(1, Math.floor(opts.ttl / 5));
+    this.safety = opts.safety ?? Math.max(50, this.ttl / 5);
+    if (this.renewEvery >= this.ttl - this.safety) {
+      throw new RangeError('renewEvery and safety must leave time to renew before the TTL ends');
+    }
     this.renewals = 0;
     this.reconnects = 0;
-    this.statementTimeout = opts.statementTimeout ?? opts.ttl / 3;
+    this.statementTimeout = opts.statementTimeout ?? Math.max(1000, opts.ttl / 3);
     this.lostReason = null;
     this.released = false;
     this._controller = new AbortController();
@@ -280,22 +333,41 @@ class Lease extends EventEmitter {
     this._connection = opts.connection;
     this._ext = opts.ext; // the extension's schema, quoted
     this._watch(client);
+  }
+
+  // The timers, once the acquire settled its deadline.
+  _start() {
     this._armDeadline();
     this._scheduleRenewal();
   }
 
-  /** Whether the lease is known lost (or released). */
+  /** 'held', 'lost' or 'closed' (closed wins over lost). Reading it checks the deadline. */
+  get state() {
+    if (this.released) return 'closed';
+    return this.isLost ? 'lost' : 'held';
+  }
+
+  /** Whether the lease was declared lost (checks the deadline first); stays true after a later close. */
   get isLost() {
+    if (!this.lost.aborted && !this.released && performance.now() >= this._deadline - this.safety) {
+      this._lose('expired');
+    }
     return this.lost.aborted;
   }
 
-  /** Throws LeaseLostError when the lease is lost. */
+  /** Whether release() or close() was called. */
+  get isClosed() {
+    return this.released;
+  }
+
+  /** Throws LeaseClosedError after release/close, LeaseLostError once lost. */
   throwIfLost() {
-    if (this.isLost) {
-      throw new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${this.lostReason}`, {
-        resources: this.resources, tokens: this.tokens, reason: this.lostReason,
+    if (this.released) {
+      throw new LeaseClosedError(`lease on ${this.resources.join(', ')} was released`, {
+        resources: this.resources, tokens: this.tokens,
       });
     }
+    if (this.isLost) throw this.lost.reason;
   }
 
   /** The token of one of the lease's resources (default: the first). */
@@ -322,12 +394,6 @@ class Lease extends EventEmitter {
   async _reconnect() {
     if (!this.client[BROKEN] || this._connection === undefined || isClient(this._connection)) return;
     const client = await leaseClient(this._connection);
-    try {
-      await setTimeoutMs(client, this.statementTimeout);
-    } catch (err) {
-      await client.end().catch(() => {});
-      throw err;
-    }
     this._watch(client);
     const old = this.client;
     this.client = client;
@@ -339,85 +405,91 @@ class Lease extends EventEmitter {
     clearTimeout(this._deadlineTimer);
     const ms = Math.max(0, this._deadline - this.safety - performance.now());
     this._deadlineTimer = setTimeout(() => {
-      if (performance.now() >= this._deadline - this.safety) this._lose('no renewal succeeded before the TTL');
+      if (performance.now() >= this._deadline - this.safety) this._lose('expired');
       else this._armDeadline();
     }, ms);
   }
 
-  _scheduleRenewal() {
+  _scheduleRenewal(ms) {
     clearTimeout(this._renewTimer);
-    const spread = this.renewEvery * this.jitter;
-    const ms = Math.max(1, this.renewEvery - spread + Math.random() * 2 * spread);
+    if (ms === undefined) {
+      const spread = this.renewEvery * this.jitter;
+      ms = Math.max(1, this.renewEvery - spread + Math.random() * 2 * spread);
+    }
     this._renewTimer = setTimeout(() => {
-      this._renewing = this._renewOnce().finally(() => {
+      this._renewing = this._renewOnce().then((ok) => {
         this._renewing = null;
-        if (!this.isLost) this._scheduleRenewal();
+        // A failed renewal (broken connection, restart) is retried soon.
+        if (this.state === 'held') this._scheduleRenewal(ok ? undefined : this.renewEvery / 8);
       });
     }, ms);
   }
 
-  async _renewOnce() {
-    if (this.isLost) return;
-    // A timer that fires late (a pause, a blocked event loop) finds the
-    // deadline passed: lost, without asking the server.
-    if (performance.now() >= this._deadline - this.safety) {
-      this._lose('no renewal succeeded before the TTL');
-      return;
-    }
+  _renewSql(fn) {
+    return `SELECT pg_catalog.bool_and(@ext@.${fn}) AS ok
+           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._ext);
+  }
+
+  // One renewal; true when it was confirmed (or the lease ended meanwhile),
+  // false after an error.
+  // atOnce: right after the acquire, before its deadline is settled.
+  async _renewOnce(atOnce = false) {
+    if (!atOnce && this.state !== 'held') return true;
     try {
       await this._reconnect();
       const sentAt = performance.now();
-      const r = await this.client.query(
-        `SELECT pg_catalog.bool_and(@ext@.fencing_renew(u.r, u.t::@ext@.fencing_token, $3::interval, $4)) AS ok
-           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._ext),
+      const r = await timedQuery(this.client, atOnce ? this.ttl - this.safety : Math.max(1, this.remaining()),
+        this._renewSql(`fencing_renew(u.r, u.t::${this._ext}.fencing_token, $3::interval, $4)`),
         [this.resources, this.tokens.map(String), interval(this.ttl), this.namespace]);
-      if (this.isLost) return;
+      if (this.released || this.lost.aborted) return true;
       if (r.rows[0].ok !== true) {
-        this._lose('the server refused the renewal (the lease expired or was taken)');
-        return;
+        this._lose('refused');
+        return true;
       }
       this.renewals += 1;
       this._deadline = sentAt + this.ttl;
       this._armDeadline();
       this.emit('renewed', this.renewals);
+      return true;
     } catch (err) {
-      // Retried at the next tick; the deadline timer decides when it is lost.
+      // Retried; the deadline timer decides when it is lost.
       this.emit('error', err);
+      return false;
     }
   }
 
   _lose(reason) {
-    if (this.isLost) return;
+    if (this.lost.aborted || this.released) return;
     this.lostReason = reason;
     clearTimeout(this._renewTimer);
     clearTimeout(this._deadlineTimer);
-    const err = new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${reason}`, {
+    const why = reason === 'refused' ? 'the server refused the renewal (the lease expired or was taken)'
+      : 'no renewal was confirmed within its safe time';
+    const err = new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${why}`, {
       resources: this.resources, tokens: this.tokens, reason,
     });
     this._controller.abort(err);
     this.emit('lost', err);
   }
 
-  /** Ends the lease on the server (when still held), stops renewing, closes its connection. */
+  /**
+   * Stops renewing, ends the lease on the server and closes its connection.
+   * true when the server ended a live lease of these tokens; false otherwise
+   * (a lost lease, released before, or the server unreachable: the lease then
+   * ends at its TTL). Never throws for those. A lost lease is released too
+   * (its token cannot end another holder's lease) and stays lost.
+   */
   async release() {
     if (this.released) return false;
     this.released = true;
-    const wasLost = this.isLost;
     clearTimeout(this._renewTimer);
     clearTimeout(this._deadlineTimer);
     if (this._renewing) await this._renewing.catch(() => {});
-    if (!wasLost) {
-      this.lostReason = 'released';
-      this._controller.abort(new LeaseLostError('lease released', { resources: this.resources, tokens: this.tokens, reason: 'released' }));
-    }
-    // false when the server did not end it: already ended, or unreachable
-    // (it then expires at its TTL).
     let ok = false;
     try {
       await this._reconnect();
-      const r = await this.client.query(
-        `SELECT pg_catalog.bool_and(@ext@.fencing_release(u.r, u.t::@ext@.fencing_token, $3)) AS ok
-           FROM ROWS FROM (pg_catalog.unnest($1::text[]), pg_catalog.unnest($2::text[])) AS u(r, t)`.replace(/@ext@/g, this._ext),
+      const r = await timedQuery(this.client, this.statementTimeout,
+        this._renewSql(`fencing_release(u.r, u.t::${this._ext}.fencing_token, $3)`),
         [this.resources, this.tokens.map(String), this.namespace]);
       ok = r.rows[0].ok === true;
     } catch (err) {
@@ -435,7 +507,7 @@ class Lease extends EventEmitter {
 
   /**
    * Runs fn(client) in a transaction on `client` (the application's, not the
-   * lease's) with this lease's token (see withToken); refuses when lost.
+   * lease's) with this lease's token (see withToken); refuses when lost or closed.
    */
   transaction(client, fn, opts = {}) {
     return withToken(client, this, fn, opts);
@@ -484,11 +556,6 @@ function missingFeature(err, what) {
   return err;
 }
 
-function setTimeoutMs(client, ms) {
-  return client.query(`SELECT pg_catalog.set_config('statement_timeout', $1, false)`,
-    [String(Math.max(1, Math.floor(ms)))]);
-}
-
 async function acquireImpl(connection, opts, resources, required) {
   const o = leaseOptions(opts, resources);
   const client = await leaseClient(connection);
@@ -498,24 +565,21 @@ async function acquireImpl(connection, opts, resources, required) {
   try {
     ext = await extSchema(client);
     // The acquire is bounded by its wait plus a margin, whatever blocks it.
-    await setTimeoutMs(client, (o.wait ?? 0) + (o.acquireMargin ?? 5000));
+    const bound = (o.wait ?? 0) + (o.acquireMargin ?? 5000);
     sentAt = performance.now();
     if (resources.length === 1 && !o.all) {
-      const r = await client.query(
+      const r = await timedQuery(client, bound,
         `SELECT ${ext}.fencing_acquire($1, $2, $3::interval, $4::interval, $5) AS t`,
         [resources[0], o.holder, interval(o.ttl), interval(o.wait), o.namespace]);
       tokens = r.rows[0].t === null ? null : [r.rows[0].t];
     } else {
-      const r = await client.query(
+      const r = await timedQuery(client, bound,
         `SELECT ${ext}.fencing_acquire_all($1::text[], $2, $3::interval, $4::interval, $5) AS t`,
         [resources, o.holder, interval(o.ttl), interval(o.wait), o.namespace]).catch((err) => {
         throw missingFeature(err, 'fencing_acquire_all()');
       });
       tokens = r.rows[0].t;
     }
-    // Renewal and release must not wait on anything the application does:
-    // they run on this connection only, each bounded by this timeout.
-    await setTimeoutMs(client, o.statementTimeout ?? o.ttl / 3);
     o.connection = connection;
   } catch (err) {
     await client.end().catch(() => {});
@@ -527,7 +591,19 @@ async function acquireImpl(connection, opts, resources, required) {
     if (required) throw new LeaseNotAcquiredError(`lease on ${resources.join(', ')} not acquired`, { resources });
     return null;
   }
-  return new Lease(client, { ...o, ext }, tokens, sentAt);
+  const lease = new Lease(client, { ...o, ext }, tokens, sentAt);
+  // A waited or slow grant happened at an unknown moment after the send:
+  // renew at once and count from that renewal's send, so a lease the server
+  // granted a full TTL is never declared lost early.
+  if ((o.wait ?? 0) > 0 || performance.now() - sentAt > lease.safety / 2) {
+    await lease._renewOnce(true);
+    if (lease.lostReason === 'refused') {
+      await lease.release();
+      throw lease.lost.reason;
+    }
+  }
+  lease._start();
+  return lease;
 }
 
 /**
@@ -571,17 +647,20 @@ async function withLease(connection, opts, fn) {
  * statements can run unfenced and the token cannot outlive it on the
  * connection. `tokenOrLease` is a token or a Lease (opts.resource picks one
  * of an acquireAll lease's tokens): a lost lease is refused before BEGIN and
- * again before COMMIT (LeaseLostError, rolled back). TF001
+ * again before COMMIT (LeaseLostError, rolled back; LeaseClosedError once it
+ * was released). A client inside a transaction is refused
+ * (TransactionInProgressError): the caller's transaction is never committed. TF001
  * and TF002 come back as StaleTokenError and TokenRequiredError.
  */
 async function withToken(client, tokenOrLease, fn, opts = {}) {
   refuseBinary(client);
   await register(client);
   const lease = tokenOrLease instanceof Lease ? tokenOrLease : null;
-  const token = tokenText(lease ? lease.tokenFor(opts.resource) : tokenOrLease);
   if (lease) lease.throwIfLost();
+  const token = tokenText(lease ? lease.tokenFor(opts.resource) : tokenOrLease);
   if (client[TX_STATUS] !== 'I') {
-    throw new Error('pg-fencing: withToken() needs a client outside a transaction (its COMMIT would end yours)');
+    throw new TransactionInProgressError('pg-fencing: withToken() needs a client outside a transaction: '
+      + 'it never joins, commits or rolls back yours (commit first, or SET LOCAL fencing.token in your own transaction)');
   }
   await client.query('BEGIN');
   try {
@@ -739,8 +818,10 @@ module.exports = {
   StaleTokenError,
   TokenRequiredError,
   LeaseLostError,
+  LeaseClosedError,
   LeaseNotAcquiredError,
   TransactionAbortedError,
+  TransactionInProgressError,
   Lease,
   acquire: Lease.acquire,
   tryAcquire: Lease.tryAcquire,

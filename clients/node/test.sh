@@ -62,7 +62,9 @@ step "run.js (SQL 1.4)" env PGDATABASE=sql14 TEST_LABEL="[SQL 1.4]" node test/ru
 step drivers.js node test/drivers.js
 types() {
     npx --no-install tsc -p tsconfig.json || { echo "not ok 1 - index.d.ts: tsc --strict rejects test/types.ts"; return 1; }
-    echo "ok 1 - index.d.ts: test/types.ts, written against the API, type-checks with tsc --strict"
+    echo "ok 1 - index.d.ts: test/types.ts, written against the API (pg.Client and pg.Pool's PoolClient), type-checks with tsc --strict"
+    npx --no-install tsc -p tsconfig.esm.json || { echo "not ok 2 - index.d.mts: tsc (module nodenext) rejects test/esm/types.mts"; return 1; }
+    echo "ok 2 - index.d.mts: an ES module importing 'pg-fencing' by name type-checks with module nodenext"
 }
 step "tsc" types
 
@@ -77,6 +79,43 @@ pack() {
         grep -q '^refused: pgf_example Key (item)=(SKU-1): offered 0' "$WORK/example.out" ||
         { cat "$WORK/example.out"; echo "not ok 2 - example.js runs from the installed tarball"; return 1; }
     echo "ok 2 - example.js runs from the installed tarball: $(tr '\n' ' ' <"$WORK/example.out")"
+    local files license
+    files=$(tar -tzf "$WORK"/pg-fencing-*.tgz)
+    license=$(node -p "require('pg-fencing/package.json').license")
+    if grep -qx 'package/LICENSE' <<<"$files" && [ "$license" = PostgreSQL ] &&
+        grep -q '^PostgreSQL License' node_modules/pg-fencing/LICENSE; then
+        echo "ok 3 - the tarball carries LICENSE and package.json says license PostgreSQL"
+    else
+        echo "not ok 3 - the tarball carries LICENSE and package.json says license PostgreSQL (license: $license)"
+    fi
+    cp "$HERE/test/esm.mjs" . && node esm.mjs | sed 's/^\(not \)\{0,1\}ok [0-9]* - /&installed tarball: /'
+    readme_snippets
+}
+
+# Each ```js block of the README, run as written from the installed tarball
+# (an ES module, .mjs, unless it require()s: then CommonJS, .cjs).
+readme_snippets() {
+    local i=0 f ext
+    while IFS= read -r f; do
+        i=$((i + 1))
+        ext=mjs
+        grep -q 'require(' "$f" && ext=cjs
+        mv "$f" "readme-$i.$ext"
+        if node "readme-$i.$ext" >"$WORK/readme-$i.out" 2>&1; then
+            echo "ok - README snippet $i runs as written ($ext): $(tr '\n' ' ' <"$WORK/readme-$i.out")"
+        else
+            echo "not ok - README snippet $i runs as written ($ext)"
+            sed 's/^/    /' "$WORK/readme-$i.out"
+        fi
+    done < <(python3 - "$HERE/README.md" <<'PY'
+import re, sys
+for i, block in enumerate(re.findall(r"^```js\n(.*?)^```", open(sys.argv[1]).read(), re.S | re.M)):
+    path = f"snippet-{i}.js"
+    open(path, "w").write(block)
+    print(path)
+PY
+)
+    [ $i -gt 0 ] || echo "not ok - the README has a js snippet to run"
 }
 step "npm pack" pack
 cd "$HERE" || exit 1

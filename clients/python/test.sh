@@ -8,7 +8,11 @@
 #   3. starts its own scratch cluster (test/cluster.sh, as postgres, on
 #      CLIENT_PYTHON_PGPORT, default 55440, in a private directory) with the
 #      installed extension (make install first);
-#   4. runs tests/run_tests.py and example.py from the venv.
+#   4. runs tests/run_tests.py and example.py from the venv;
+#   5. with Debian's PgBouncer (< 1.21) in transaction pooling on
+#      CLIENT_PYTHON_PGBOUNCER_PORT (default the cluster's port + 1): named
+#      prepared statements run another client's statement, and the library's
+#      connections (prepare_threshold=None) do not (tests/pgbouncer_prepared.py).
 # Prints "ok N - ..." / "not ok N - ..." lines.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +43,7 @@ check() {  # check DESCRIPTION COMMAND...: one TAP line; the output is kept as c
 
 # ---- 1. build, offline, from a clean copy (no build/ or egg-info in the tree)
 mkdir -p "$WORK/src" "$WORK/dist"
-cp -r "$HERE/pyproject.toml" "$HERE/README.md" "$HERE/src" "$WORK/src/"
+cp -r "$HERE/pyproject.toml" "$HERE/README.md" "$HERE/LICENSE" "$HERE/src" "$WORK/src/"
 find "$WORK/src" -name __pycache__ -prune -exec rm -rf {} +
 check "wheel built offline (pip wheel --no-deps --no-build-isolation)" \
     $PY -m pip wheel --no-deps --no-build-isolation --no-index -q -w "$WORK/dist" "$WORK/src"
@@ -56,6 +60,14 @@ missing = need - names
 meta = [n for n in names if n.endswith(".dist-info/METADATA")]
 assert not missing and meta, (missing, meta)
 PY
+check "the wheel carries LICENSE (PostgreSQL License) and py.typed" $PY - "$WHEEL" <<'PY'
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+names = set(z.namelist())
+lic = [n for n in names if n.endswith(".dist-info/LICENSE")]
+assert "pgfencing/py.typed" in names, sorted(names)
+assert lic and z.read(lic[0]).startswith(b"PostgreSQL License"), sorted(names)
+PY
 
 # ---- 2. install into throwaway venvs (no network: PIP_NO_INDEX)
 check "wheel installs into a venv" bash -c "$PY -m venv --system-site-packages '$WORK/venv' &&
@@ -68,6 +80,17 @@ check "the venv imports pgfencing from the installed wheel" bash -c "cd / && '$V
 import pgfencing, pgfencing.psycopg, pgfencing.asyncpg
 assert pgfencing.__file__.startswith(\"$WORK/venv/\"), pgfencing.__file__'"
 
+# mypy --strict: the example against the installed wheel (its py.typed), and
+# the library's own sources.
+if command -v mypy >/dev/null; then
+    check "mypy --strict: example.py against the installed wheel (py.typed honoured)" \
+        bash -c "cd '$WORK' && mypy --strict --no-incremental --python-executable '$VPY' '$HERE/example.py'"
+    check "mypy --strict: example.py with the library's sources (pgfencing itself strict-clean)" \
+        bash -c "cd '$WORK' && MYPYPATH='$HERE/src' mypy --strict --no-incremental '$HERE/example.py'"
+else
+    echo "not ok $((n += 1)) - mypy --strict on the examples: mypy is not installed (apt-get install mypy)"
+fi
+
 # ---- 3. the scratch cluster
 "$ROOT/test/cluster.sh" start
 eval "$("$ROOT/test/cluster.sh" env)"
@@ -79,4 +102,37 @@ check "example.py runs against the cluster" "$VPY" "$HERE/example.py"
 # fencing_acquire_all()/fencing_check() are tested whenever this tree's
 # update script defines them (then their absence is a failure).
 if grep -q 'fencing_acquire_all' "$ROOT/sql/fencing--1.4--1.5.sql"; then export REQUIRE_LEASES_1_5=1; fi
-TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py"
+status=0
+TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py" | tee "$WORK/run_tests.out" || status=1
+n=$((n + $(grep -cE '^(not )?ok ' "$WORK/run_tests.out")))
+
+# ---- 5. PgBouncer (Debian's, < 1.21) in transaction pooling: named prepared
+# statements run another client's statement; the library's connections do not.
+PGB_PORT=${CLIENT_PYTHON_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
+if command -v pgbouncer >/dev/null; then
+    PGB=$WORK/pgbouncer
+    mkdir -p "$PGB"
+    cat >"$PGB/pgbouncer.ini" <<INI
+[databases]
+pgb_named = host=127.0.0.1 port=$FENCING_PGPORT dbname=postgres
+pgb_lib = host=127.0.0.1 port=$FENCING_PGPORT dbname=postgres
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $PGB_PORT
+unix_socket_dir =
+auth_type = trust
+auth_file = $PGB/users.txt
+pool_mode = transaction
+default_pool_size = 2
+max_client_conn = 50
+logfile = $PGB/pgbouncer.log
+pidfile = $PGB/pgbouncer.pid
+INI
+    echo '"postgres" ""' >"$PGB/users.txt"
+    if [ "$(id -u)" = 0 ]; then chown -R postgres "$PGB"; PGB_RUN="runuser -u postgres --"; else PGB_RUN=; fi
+    $PGB_RUN pgbouncer -d "$PGB/pgbouncer.ini" && sleep 1
+    TAP_OFFSET=$n "$VPY" "$HERE/tests/pgbouncer_prepared.py" "$PGB_PORT" \
+        "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2): /" || status=1
+    [ -f "$PGB/pgbouncer.pid" ] && kill "$(cat "$PGB/pgbouncer.pid")" 2>/dev/null
+fi
+exit $status

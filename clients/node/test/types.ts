@@ -1,5 +1,5 @@
 // Compiled with tsc --noEmit by test.sh: index.d.ts describes the API as used here.
-import { Client } from 'pg';
+import { Client, Pool, PoolClient } from 'pg';
 import * as fencing from '..';
 
 async function use(app: Client): Promise<void> {
@@ -21,3 +21,22 @@ async function use(app: Client): Promise<void> {
   void [signal, n, w, ok, ts, max];
 }
 void use;
+
+// A pg.Pool's clients are accepted wherever a client is.
+async function pooled(pool: Pool, lease: fencing.Lease): Promise<void> {
+  const pc: PoolClient = await pool.connect();
+  try {
+    await fencing.register(pc);
+    await fencing.withToken(pc, lease, async (c: PoolClient) => { await c.query('SELECT 1'); });
+    await lease.transaction(pc, async (c) => c.query('SELECT 1'));
+    const w: number = await fencing.fencedUpdate(pc, 't', lease, { id: 1 }, { v: 2 });
+    const state: 'held' | 'lost' | 'closed' = lease.state;
+    const closed: boolean = lease.isClosed;
+    void [w, state, closed];
+  } catch (e) {
+    if (e instanceof fencing.LeaseClosedError || e instanceof fencing.TransactionInProgressError) throw e;
+  } finally {
+    pc.release();
+  }
+}
+void pooled;

@@ -6,13 +6,15 @@ Driver modules (import the one you use; each imports its driver):
 
 The typed errors below are the base classes of both drivers' errors.
 """
-from .errors import (ExtensionTooOldError, FencingError, LeaseLostError, LeaseNotAcquiredError,
+from .errors import (ExtensionTooOldError, FencingError, LeaseClosedError, LeaseLostError,
+                     LeaseNotAcquiredError, TransactionInProgressError,
                      StaleTokenError, TokenRequiredError, TransactionAbortedError,
                      parse_stale_detail, translate, typed_errors)
 
-__version__ = "1.5.0"
+__version__ = "1.6.0"
 MAX_TOKEN = 9223372036854775807
 
-__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
+__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError", "LeaseClosedError",
+           "TransactionInProgressError",
            "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
            "parse_stale_detail", "translate", "typed_errors", "MAX_TOKEN", "__version__"]

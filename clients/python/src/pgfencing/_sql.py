@@ -3,6 +3,7 @@ them into %s). Tokens go over as int8 parameters, which the server converts
 to fencing_token by its implicit cast: exact up to 9223372036854775807, on
 connections where the codecs are not registered too."""
 import json
+from typing import Any, Awaitable, Callable, Dict, Generator, MutableMapping, Optional, Sequence, Tuple, Type
 
 # The extension's type, by its schema (never by search_path alone).
 EXTENSION_TYPE = """
@@ -17,6 +18,17 @@ SELECT n.nspname FROM pg_catalog.pg_extension e
 
 # set_config(..., true) is SET LOCAL with a parameter.
 SET_TOKEN = "SELECT pg_catalog.set_config('fencing.token', $1, true)"
+# A lease statement's bound, for its own transaction only (never the session).
+SET_TIMEOUT = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
+
+
+def bounded_script(sql: str, seconds: float) -> str:
+    """sql behind SET LOCAL statement_timeout, as ONE simple-query string (the
+    driver binds the parameters client-side): the two statements run in one
+    implicit transaction, so the bound covers sql and ends with it, and the
+    whole costs one round trip."""
+    return f"SET LOCAL statement_timeout = {max(1, int(seconds * 1000))}; {sql}"
+ACQUIRE_MARGIN = 5.0  # an acquire is bounded by its wait plus this many seconds
 
 ACQUIRE = "SELECT fencing_acquire($1, $2, $3::text::interval, $4::text::interval, $5)::int8"
 RENEW = "SELECT fencing_renew($1, $2::int8, $3::text::interval, $4)"
@@ -44,18 +56,19 @@ _HWM_KEY = "SELECT fencing_high_water($1::regclass, $2::jsonb)::int8"
 _HWM_TABLE = "SELECT fencing_high_water($1::regclass)::int8"
 
 
-def interval(seconds):
+def interval(seconds: Optional[float]) -> Optional[str]:
     """Seconds (int/float/None) as an interval parameter's text."""
     return None if seconds is None else f"{float(seconds)} seconds"
 
 
-def token_text(token):
+def token_text(token: int) -> str:
     if isinstance(token, bool) or not isinstance(token, int):
         raise TypeError(f"a token is an int, not {type(token).__name__}")
     return str(int(token))
 
 
-def _probe(table, token, key):
+def _probe(table: str, token: int,
+           key: Optional[Dict[str, Any]]) -> Generator[Tuple[str, Tuple[Any, ...]], Any, Optional[Dict[str, Any]]]:
     """Why did a fenced_*() call write 0 rows? A generator: yields (sql,
     args), is sent each fetched row, returns the StaleTokenError fields when
     the HWM the call was judged against is above the token (or equal to it
@@ -111,7 +124,11 @@ PLAIN_SQL = {"update": FENCED_UPDATE, "delete": FENCED_DELETE, "upsert": FENCED_
 DIAGNOSIS_FAILED = object()  # what a driver sends back when a diagnosis query failed
 
 
-def fenced_steps(cache, conn, kind, table, token, key, jargs, raise_stale):
+Steps = Generator[Tuple[str, Tuple[Any, ...], bool], Any, Tuple[Any, ...]]
+
+
+def fenced_steps(cache: MutableMapping[Any, bool], conn: Any, kind: str, table: str, token: int,
+                 key: Any, jargs: Tuple[Any, ...], raise_stale: bool) -> Steps:
     """One fenced_*() call as a generator shared by the drivers: yields
     (sql, args, diagnosis) and is sent each fetched row (a diagnosis query
     runs in a savepoint; when it fails the driver sends DIAGNOSIS_FAILED).
@@ -144,7 +161,8 @@ def fenced_steps(cache, conn, kind, table, token, key, jargs, raise_stale):
     return ("count", 0) if found is None else ("stale", found, 0)
 
 
-def drive(steps, fetch, diagnose):
+def drive(steps: Steps, fetch: Callable[[str, Tuple[Any, ...]], Any],
+          diagnose: Callable[[str, Tuple[Any, ...]], Any]) -> Tuple[Any, ...]:
     """Runs fenced_steps() with a driver's fetch(sql, args) -> row and
     diagnose(sql, args) -> row or DIAGNOSIS_FAILED (in a savepoint)."""
     try:
@@ -152,24 +170,25 @@ def drive(steps, fetch, diagnose):
         while True:
             sql, args, diagnosis = steps.send((diagnose if diagnosis else fetch)(sql, args))
     except StopIteration as stop:
-        return stop.value
+        return stop.value  # type: ignore[no-any-return]
 
 
-async def drive_async(steps, fetch, diagnose):
+async def drive_async(steps: Steps, fetch: Callable[[str, Tuple[Any, ...]], Awaitable[Any]],
+                      diagnose: Callable[[str, Tuple[Any, ...]], Awaitable[Any]]) -> Tuple[Any, ...]:
     """drive() with coroutine functions."""
     try:
         sql, args, diagnosis = next(steps)
         while True:
             sql, args, diagnosis = steps.send(await (diagnose if diagnosis else fetch)(sql, args))
     except StopIteration as stop:
-        return stop.value
+        return stop.value  # type: ignore[no-any-return]
 
 
-def outcome(result, stale_error):
+def outcome(result: Tuple[Any, ...], stale_error: Any) -> int:
     """The count of a finished fenced_steps(), or its StaleTokenError (with
     .written: rows the same call did write, kept unless rolled back)."""
     if result[0] == "count":
-        return result[1]
+        return int(result[1])
     _, fields, written = result
     err = stale_error._build(f"stale fencing token for table {fields['table']}: offered token "
                              f"{fields['offered']}, high-water mark {fields['hwm']}", **fields)

@@ -7,8 +7,10 @@ the driver, so every error the driver raises for those codes is already one
 of them: no wrapping, no "fatal" class, on any connection of the process.
 """
 import re
+from typing import Any, Dict, List, Optional, Tuple, Type
 
-__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError",
+__all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError", "LeaseClosedError",
+           "TransactionInProgressError",
            "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
            "parse_stale_detail", "translate", "typed_errors"]
 
@@ -27,7 +29,7 @@ _DETAIL = re.compile(
 )
 
 
-def parse_stale_detail(detail):
+def parse_stale_detail(detail: Optional[str]) -> Tuple[Optional[str], Optional[int], Optional[int], Optional[bool]]:
     """(key, offered, hwm, strict) from a TF001 DETAIL; Nones when it does not parse."""
     m = _DETAIL.match(detail or "")
     if m is None:
@@ -49,13 +51,14 @@ class StaleTokenError(FencingError):
     'default')"), offered and hwm (ints), strict (bool)."""
 
     sqlstate = STALE_TOKEN
-    _given = None  # fields set by the library for errors it builds itself
+    _given: Optional[Dict[str, Any]] = None  # fields set by the library for errors it builds itself
+    written: Optional[int] = None  # fenced_*(): rows the same call did write
 
     # Driver subclasses return (detail, schema, table) from the server error.
-    def _server_fields(self):
+    def _server_fields(self) -> Tuple[Optional[str], Optional[str], Optional[str]]:
         return None, None, None
 
-    def _field(self, name):
+    def _field(self, name: str) -> Any:
         if self._given is not None:
             return self._given.get(name)
         detail, schema, table = self._server_fields()
@@ -63,15 +66,32 @@ class StaleTokenError(FencingError):
         return {"schema": schema, "table": table, "key": key, "offered": offered,
                 "hwm": hwm, "strict": strict}[name]
 
-    schema = property(lambda self: self._field("schema"))
-    table = property(lambda self: self._field("table"))
-    key = property(lambda self: self._field("key"))
-    offered = property(lambda self: self._field("offered"))
-    hwm = property(lambda self: self._field("hwm"))
-    strict = property(lambda self: self._field("strict"))
+    @property
+    def schema(self) -> Optional[str]:
+        return self._field("schema")  # type: ignore[no-any-return]
+
+    @property
+    def table(self) -> Optional[str]:
+        return self._field("table")  # type: ignore[no-any-return]
+
+    @property
+    def key(self) -> Optional[str]:
+        return self._field("key")  # type: ignore[no-any-return]
+
+    @property
+    def offered(self) -> Optional[int]:
+        return self._field("offered")  # type: ignore[no-any-return]
+
+    @property
+    def hwm(self) -> Optional[int]:
+        return self._field("hwm")  # type: ignore[no-any-return]
+
+    @property
+    def strict(self) -> Optional[bool]:
+        return self._field("strict")  # type: ignore[no-any-return]
 
     @classmethod
-    def _build(cls, message, **fields):
+    def _build(cls, message: str, **fields: Any) -> "StaleTokenError":
         err = cls(message)
         err._given = fields
         return err
@@ -85,12 +105,36 @@ class TokenRequiredError(FencingError):
 
 
 class LeaseLostError(FencingError):
-    """The lease is lost (a renewal failed, or its safe time ran out): the
-    library refuses to write under its token."""
+    """The lease is lost (a renewal was refused, or its safe time ran out):
+    the library refuses to write under its token. reason: 'refused' or
+    'expired'."""
 
-    def __init__(self, message, resource=None, token=None):
+    def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
+                 resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None,
+                 reason: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.resource, self.token, self.reason = resource, token, reason
+        self.resources = resources if resources is not None else ([] if resource is None else [resource])
+        self.tokens = tokens if tokens is not None else ([] if token is None else [token])
+
+
+class LeaseClosedError(FencingError):
+    """The lease was released or closed: nothing starts or commits under it
+    any more. Not a LeaseLostError: the lease ended by the holder's choice."""
+
+    def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
+                 resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None) -> None:
         super().__init__(message)
         self.resource, self.token = resource, token
+        self.resources = resources if resources is not None else ([] if resource is None else [resource])
+        self.tokens = tokens if tokens is not None else ([] if token is None else [token])
+
+
+class TransactionInProgressError(FencingError):
+    """A transaction helper was given a connection that is already inside a
+    transaction: the helper never joins, commits or rolls back the caller's
+    transaction. Run it on a connection outside one (or SET LOCAL
+    fencing.token in your own transaction)."""
 
 
 class LeaseNotAcquiredError(FencingError, TimeoutError):
@@ -117,14 +161,14 @@ ABORTED_MESSAGE = ("a statement in the transaction failed and its error was caug
                    "block: the transaction is aborted and was rolled back, nothing of it committed")
 
 
-def too_old(function, cause):
+def too_old(function: str, cause: BaseException) -> ExtensionTooOldError:
     err = ExtensionTooOldError(f"{function}() is not installed in this database: the extension's "
                                f"SQL is older than 1.5 (HINT: ALTER EXTENSION fencing UPDATE)")
     err.__cause__ = cause
     return err
 
 
-def translate(exc):
+def translate(exc: BaseException) -> Optional[FencingError]:
     """fencing's typed error for any driver's or ORM's exception, or None
     when it is not one of fencing's refusals. Follows SQLAlchemy's .orig and
     Django's __cause__ down to the driver error; reads the SQLSTATE
@@ -134,7 +178,7 @@ def translate(exc):
     (their errors already are the typed ones); use it for psycopg2 under
     Django or SQLAlchemy."""
     seen = set()
-    e = exc
+    e: Optional[BaseException] = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, FencingError):
@@ -146,12 +190,13 @@ def translate(exc):
     return None
 
 
-def _typed_from(e, state, outer):
+def _typed_from(e: BaseException, state: str, outer: BaseException) -> FencingError:
     diag = getattr(e, "diag", None)
 
-    def field(diag_name, attr):
+    def field(diag_name: str, attr: str) -> Any:
         return getattr(diag, diag_name, None) or getattr(e, attr, None)
     message = field("message_primary", "message") or str(e)
+    err: FencingError
     if state == TOKEN_REQUIRED:
         err = TokenRequiredError(message)
     else:
@@ -167,13 +212,13 @@ class typed_errors:
     """with typed_errors(): ... re-raises fencing's refusals from any driver
     or ORM as StaleTokenError / TokenRequiredError (from the original)."""
 
-    def __enter__(self):
+    def __enter__(self) -> "typed_errors":
         return self
 
-    def __exit__(self, kind, exc, tb):
+    def __exit__(self, kind: Optional[Type[BaseException]], exc: Optional[BaseException], tb: Any) -> None:
         if exc is None or isinstance(exc, FencingError):
-            return False
+            return
         typed = translate(exc)
         if typed is None:
-            return False
+            return
         raise typed from exc

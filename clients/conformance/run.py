@@ -1,0 +1,555 @@
+#!/usr/bin/python3
+"""The client libraries' conformance suite: the same cases, with the same
+timings, against every library's agent (PROTOCOL.md), on a scratch cluster of
+its own. Prints one TAP line per (library, case) and a table per library.
+
+    clients/conformance/run.py [--agents python,node] [--cases waited_acquire,sigstop]
+
+Environment: CONFORMANCE_PGPORT (default 55450) and CONFORMANCE_DIR for the
+cluster; CONFORMANCE_KEEP=1 keeps the logs (build/conformance/ always has them).
+Needs the extension installed (make install) and python3-psycopg.
+"""
+import argparse
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import psycopg
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+AGENTS = os.path.join(HERE, "agents")
+LOGDIR = os.path.join(ROOT, "build", "conformance")
+
+TTL = 3.0                 # the standard cases' lease
+MARGIN = max(TTL / 5, 0.05)
+RENEW = TTL / 3
+RESTART_TTL = 5.0
+SLACK = 0.25              # scheduling and send-to-execute allowance, seconds
+NS = "conformance"
+TABLE = "conformance_t"
+
+
+class CaseFail(Exception):
+    pass
+
+
+def need(cond, why):
+    if not cond:
+        raise CaseFail(why)
+
+
+# ------------------------------------------------------------------ the cluster
+
+class Cluster:
+    def __init__(self, port, root):
+        self.port, self.root = str(port), root
+        self.env = dict(os.environ, FENCING_PGPORT=self.port, FENCING_CLUSTER_DIR=root)
+        self.data = os.path.join(root, "data")
+        self.sock = os.path.join(root, "sock")
+        self.bindir = subprocess.check_output(["pg_config", "--bindir"], text=True).strip()
+
+    def cluster_sh(self, what):
+        subprocess.run([os.path.join(ROOT, "test", "cluster.sh"), what], env=self.env, check=True)
+
+    def pg_env(self):
+        return {"PGHOST": self.sock, "PGPORT": self.port, "PGUSER": "postgres", "PGDATABASE": "postgres"}
+
+    def connect(self, **kw):
+        e = self.pg_env()
+        return psycopg.connect(host=e["PGHOST"], port=e["PGPORT"], user="postgres", dbname="postgres",
+                               autocommit=True, prepare_threshold=None, **kw)
+
+    def as_server_user(self, argv):
+        if os.getuid() == 0:
+            argv = ["runuser", "-u", "postgres", "--", "env", "-C", self.root] + argv
+        return subprocess.run(argv, capture_output=True, text=True)
+
+    def pg_ctl(self, *args):
+        r = self.as_server_user([os.path.join(self.bindir, "pg_ctl"), "-D", self.data, "-l",
+                                 os.path.join(self.root, "server.log"), "-w", "-t", "60", *args])
+        if r.returncode != 0:
+            raise RuntimeError(f"pg_ctl {args}: {r.stdout}{r.stderr}")
+
+    def kill9(self):
+        with open(os.path.join(self.data, "postmaster.pid")) as f:
+            pm = int(f.readline())
+        children = subprocess.run(["pgrep", "-P", str(pm)], capture_output=True, text=True).stdout.split()
+        os.kill(pm, signal.SIGKILL)
+        for c in children:
+            try:
+                os.kill(int(c), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 10
+        for c in children + [str(pm)]:
+            while time.monotonic() < deadline and os.path.exists(f"/proc/{c}"):
+                time.sleep(0.02)
+        self.pg_ctl("start")
+
+    def wait_ready(self, limit=30):
+        end = time.monotonic() + limit
+        while True:
+            try:
+                self.connect(connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > end:
+                    raise
+                time.sleep(0.05)
+
+
+# ------------------------------------------------------------------ an agent
+
+class Agent:
+    def __init__(self, name, cluster, log):
+        self.name = name
+        self.log = log
+        env = dict(os.environ, **cluster.pg_env())
+        self.proc = subprocess.Popen([os.path.join(AGENTS, name, "run")], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=log, text=True, bufsize=1,
+                                     env=env, cwd=os.path.join(AGENTS, name))
+        self.responses = queue.Queue()
+        self.events = []
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+        self.hello = self.call("hello", timeout=60)
+        self.pid = int(self.hello["pid"])
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.log.write("< " + line)
+            self.log.flush()
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "event" in msg:
+                msg["received"] = time.time()
+                self.events.append(msg)
+            else:
+                self.responses.put(msg)
+        self.responses.put(None)
+
+    def send(self, cmd, **fields):
+        self.next_id += 1
+        msg = dict(fields, id=self.next_id, cmd=cmd)
+        line = json.dumps(msg)
+        self.log.write("> " + line + "\n")
+        self.log.flush()
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        return self.next_id
+
+    def wait(self, rid, timeout=30):
+        try:
+            r = self.responses.get(timeout=timeout)
+        except queue.Empty:
+            raise CaseFail(f"no answer from the agent within {timeout} s") from None
+        if r is None:
+            raise CaseFail(f"the agent exited (status {self.proc.poll()})")
+        need(r.get("id") == rid, f"answer out of order: {r}")
+        return r
+
+    def call(self, cmd, timeout=30, **fields):
+        """The result of cmd; raises CaseFail on an error answer."""
+        r = self.wait(self.send(cmd, **fields), timeout)
+        need(r.get("ok"), f"{cmd} failed: {r.get('error')}")
+        return r
+
+    def attempt(self, cmd, timeout=30, **fields):
+        """The answer of cmd, ok or not."""
+        return self.wait(self.send(cmd, **fields), timeout)
+
+    def lost_events(self, lease):
+        return [e for e in self.events if e.get("event") == "lost" and e.get("lease") == lease]
+
+    def wait_lost(self, lease, timeout):
+        end = time.monotonic() + timeout
+        while True:
+            ev = self.lost_events(lease)
+            if ev:
+                return ev[0]
+            if time.monotonic() >= end:
+                return None
+            time.sleep(0.01)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.send_signal(signal.SIGCONT)
+                self.send("quit")
+                self.proc.wait(timeout=10)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+
+
+# ------------------------------------------------------------------ the server's view
+
+def server_lease(db, resource):
+    return db.execute(
+        "SELECT token::text, extract(epoch FROM expires_at)::float8, live, holder FROM fencing_leases"
+        " WHERE namespace = %s AND resource = %s", (NS, resource)).fetchone()
+
+
+def row(db, rid):
+    return db.execute(f"SELECT v, n, fence::text FROM {TABLE} WHERE id = %s", (rid,)).fetchone()
+
+
+def runner_write(db, token, rid, value):
+    with db.transaction():
+        db.execute("SELECT pg_catalog.set_config('fencing.token', %s, true)", (str(token),))
+        db.execute(f"UPDATE {TABLE} SET v = %s, n = n + 1 WHERE id = %s", (value, rid))
+
+
+def check_timing(ev, expiry, margin, stopped_until=None, unconfirmed=0.0):
+    """Never early, never late (PROTOCOL.md). unconfirmed: in a crash, a
+    renewal can commit while its answer is lost; the library rightly counts
+    from the last renewal it saw confirmed, up to one renewal interval before
+    the server's expiry."""
+    at = float(ev["at"])
+    if ev.get("reason") == "expired":
+        need(at >= expiry - margin - unconfirmed - SLACK,
+             f"lost EARLY: at {at - expiry:+.3f} s from the server's expiry (margin {margin})")
+    if stopped_until is not None:
+        need(at <= max(expiry, stopped_until + SLACK),
+             f"lost LATE: {at - stopped_until:+.3f} s after SIGCONT")
+    else:
+        need(at <= expiry, f"lost LATE: {at - expiry:+.3f} s after the server's expiry")
+    return at - expiry
+
+
+def kind(answer):
+    return None if answer.get("ok") else (answer.get("error") or {}).get("kind")
+
+
+# ------------------------------------------------------------------ the cases
+
+def case_waited_acquire(a, db, c, res):
+    tok0 = db.execute("SELECT fencing_acquire(%s, 'runner', %s::interval, NULL, %s)::text",
+                      (res, f"{TTL} s", NS)).fetchone()[0]
+    t = threading.Timer(2.5, lambda: c.connect().execute(
+        "SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok0, NS)))
+    t.start()
+    r = a.call("acquire", timeout=20, lease="L", resource=res, namespace=NS, holder="agent",
+               ttl_ms=TTL * 1000, wait_ms=10000)
+    waited = r["returned_at"] - r["sent_at"]
+    need(waited >= 2.3, f"acquire returned after {waited:.2f} s, not after the predecessor's release")
+    time.sleep(3 * TTL)
+    need(not a.lost_events("L"), f"FALSE LOST after a {waited:.2f} s wait: {a.lost_events('L')}")
+    srv = server_lease(db, res)
+    need(srv and srv[2] and srv[0] == r["token"], f"the server's lease is not the agent's live one: {srv}")
+    w = a.call("write", lease="L", table=TABLE, row=1, value="waited")
+    need(w["rows"] == 1, f"write: {w}")
+    a.call("close", lease="L")
+    return f"waited {waited:.2f} s, held {3 * TTL:.0f} s, no lost"
+
+
+def _acquire(a, res, ttl=TTL):
+    return a.call("acquire", lease="L", resource=res, namespace=NS, holder="agent", ttl_ms=ttl * 1000,
+                  wait_ms=None)
+
+
+def _stop_past_ttl(a, db, res, rid):
+    """SIGSTOP the agent past its TTL; the runner takes the lease and writes
+    row rid under its new token; returns (runner token, expiry, cont time)."""
+    a.call("write", lease="L", table=TABLE, row=rid, value="agent-before")
+    t_stop = time.time()
+    os.kill(a.pid, signal.SIGSTOP)
+    time.sleep(0.5)
+    srv = server_lease(db, res)
+    expiry = srv[1]
+    tok2 = db.execute("SELECT fencing_acquire(%s, 'runner', '30 s', '10 s', %s)::text",
+                      (res, NS)).fetchone()[0]
+    need(tok2 is not None, "the runner could not take the lease after the agent's TTL")
+    runner_write(db, tok2, rid, "runner")
+    time.sleep(max(0.0, t_stop + TTL + 1.5 - time.time()))
+    t_cont = time.time()
+    os.kill(a.pid, signal.SIGCONT)
+    return tok2, expiry, t_cont
+
+
+def case_sigstop(a, db, c, res):
+    _acquire(a, res)
+    tok2, expiry, t_cont = _stop_past_ttl(a, db, res, 2)
+    w = a.attempt("write", lease="L", table=TABLE, row=2, value="late")
+    need(kind(w) == "LeaseLost", f"the late write was not refused as LeaseLost: {w}")
+    ev = a.wait_lost("L", 1.0)
+    need(ev is not None, "no lost event after SIGCONT")
+    need(ev["reason"] == "expired", f"reason {ev['reason']}, not expired")
+    check_timing(ev, expiry, MARGIN, stopped_until=t_cont)
+    need(row(db, 2)[0] == "runner", f"row 2 changed: {row(db, 2)}")
+    a.call("close", lease="L")
+    db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok2, NS))
+    return f"lost {float(ev['at']) - t_cont:+.3f} s after SIGCONT; late write refused"
+
+
+def case_refused_renewal(a, db, c, res):
+    r = _acquire(a, res)
+    time.sleep(0.2)
+    t_rel = time.time()
+    ok = db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, r["token"], NS)).fetchone()[0]
+    need(ok, "the runner could not end the agent's lease")
+    ev = a.wait_lost("L", RENEW * 1.2 + 0.5)
+    need(ev is not None, f"no lost event within {RENEW * 1.2 + 0.5:.1f} s of the refusal")
+    need(ev["reason"] == "refused", f"reason {ev['reason']}, not refused")
+    w = a.attempt("write", lease="L", table=TABLE, row=3, value="after-refusal")
+    need(kind(w) == "LeaseLost", f"write after the refusal: {w}")
+    a.call("close", lease="L")
+    return f"lost (refused) {float(ev['at']) - t_rel:.2f} s after the server ended the lease"
+
+
+def _lock_lease_row(c, res):
+    lock = c.connect()
+    lock.autocommit = False
+    lock.execute("SELECT 1 FROM fencing.lease WHERE namespace = %s AND resource = %s FOR UPDATE", (NS, res))
+    return lock
+
+
+def case_commit_check(a, db, c, res):
+    _acquire(a, res)
+    before = row(db, 4)
+    lock = _lock_lease_row(c, res)
+    try:
+        w = a.attempt("write", timeout=TTL + 10, lease="L", table=TABLE, row=4, value="held-past-lost",
+                      hold_ms=TTL * 1000)
+        srv = server_lease(db, res)
+    finally:
+        lock.rollback()
+        lock.close()
+    need(kind(w) == "LeaseLost", f"a transaction committed under a lease lost before its COMMIT: {w}")
+    need(row(db, 4) == before, f"row 4 changed: {before} -> {row(db, 4)}")
+    ev = a.wait_lost("L", 1.0)
+    need(ev is not None, "no lost event")
+    check_timing(ev, srv[1], MARGIN)
+    a.call("close", lease="L")
+    return "refused before COMMIT"
+
+
+def _wait_blocked_renewal(db, limit):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        n = db.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                       " AND query LIKE '%fencing_renew%'").fetchone()[0]
+        if n:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def case_close_during_renewal(a, db, c, res):
+    _acquire(a, res)
+    lock = _lock_lease_row(c, res)
+    try:
+        need(_wait_blocked_renewal(db, RENEW * 1.5 + 0.5), "no renewal blocked on the locked lease row")
+        t_close = time.time()
+        rid = a.send("close", lease="L")
+        time.sleep(1.5)
+    finally:
+        lock.rollback()
+        lock.close()
+    r = a.wait(rid, timeout=TTL + 5)
+    took = time.time() - t_close
+    need(r.get("ok"), f"close failed: {r}")
+    need(took <= TTL + 1, f"close took {took:.2f} s")
+    t_ret = time.time()
+    time.sleep(0.5)
+    srv = server_lease(db, res)
+    st = a.call("state", lease="L")
+    w = a.attempt("write", lease="L", table=TABLE, row=5, value="after-close")
+    time.sleep(1.0)
+    need(not a.lost_events("L"), f"a lost event for a closed lease: {a.lost_events('L')}")
+    need(st["state"] == "closed" and st["closed"] and not st["lost"], f"state after close: {st}")
+    need(kind(w) == "LeaseClosed", f"write after close: {w}")
+    need(not srv[2] or srv[1] <= t_close + TTL + SLACK,
+         f"the lease is live on the server after close returned (expires {srv[1] - t_ret:+.2f} s)")
+    return f"close returned after {took:.2f} s; server lease live={srv[2]}"
+
+
+def case_release_lost(a, db, c, res):
+    _acquire(a, res)
+    tok2, expiry, t_cont = _stop_past_ttl(a, db, res, 6)
+    ev = a.wait_lost("L", 1.0)
+    need(ev is not None, "no lost event after SIGCONT")
+    r = a.attempt("release", lease="L")
+    need(r.get("ok"), f"release of a lost lease raised: {r}")
+    need(r.get("released") is False, f"release of a lost lease said released={r.get('released')}")
+    st = a.call("state", lease="L")
+    need(st["state"] == "closed" and st["lost"] and st["closed"], f"state after releasing a lost lease: {st}")
+    w = a.attempt("write", lease="L", table=TABLE, row=6, value="late")
+    need(kind(w) == "LeaseClosed", f"write after release: {w}")
+    need(len(a.lost_events("L")) == 1, f"lost events: {a.lost_events('L')}")
+    srv = server_lease(db, res)
+    need(srv[2] and srv[0] == tok2, f"the runner's lease was touched: {srv}")
+    a.call("close", lease="L")
+    db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok2, NS))
+    return "released=false, closed, lost kept"
+
+
+def case_stale_fenced(a, db, c, res):
+    r = _acquire(a, res)
+    hwm = int(r["token"]) + 5
+    db.execute(f"SELECT fencing_advance('{TABLE}', %s::text::fencing_token, '{{\"id\": 7}}')", (str(hwm),))
+    w = a.attempt("fenced_update", lease="L", table=TABLE, row=7, value="stale")
+    need(kind(w) == "StaleToken", f"fenced_update under a stale token: {w}")
+    f = w["error"].get("fields") or {}
+    need(str(f.get("offered")) == r["token"] and str(f.get("hwm")) == str(hwm), f"fields: {f}")
+    a.call("close", lease="L")
+    return f"StaleToken offered {f.get('offered')} hwm {f.get('hwm')}"
+
+
+def _restart(a, db_holder, c, res, how):
+    r = _acquire(a, res, ttl=RESTART_TTL)
+    margin = RESTART_TTL / 5
+    a.call("write", lease="L", table=TABLE, row=8, value="before-restart")
+    time.sleep(0.5)
+    t0 = time.time()
+    db_holder[0].close()
+    if how == "kill9":
+        c.kill9()
+    else:
+        c.pg_ctl("restart", "-m", how)
+    c.wait_ready()
+    down = time.time() - t0
+    db = db_holder[0] = c.connect()
+    a.call("reconnect")
+    time.sleep(RESTART_TTL / 3 * 1.3)
+    ev = a.wait_lost("L", 0)
+    srv = server_lease(db, res)
+    w = a.attempt("write", lease="L", table=TABLE, row=8, value="after-restart")
+    ev = a.wait_lost("L", 0) or ev
+    if ev is not None:
+        check_timing(ev, server_lease(db, res)[1], margin, unconfirmed=RESTART_TTL / 3 * 1.2)
+        need(kind(w) == "LeaseLost", f"write of a lost lease: {w}")
+        outcome = "lost (not early, not late)"
+    else:
+        need(srv[2], f"the library says held, the server says not live: {srv}")
+        need(w.get("ok") and w["rows"] == 1, f"write after the restart: {w}")
+        outcome = "survived, write committed"
+    a.call("close", lease="L")
+    return f"server down {down:.2f} s; {outcome}"
+
+
+CASES = {
+    "waited_acquire": case_waited_acquire,
+    "sigstop": case_sigstop,
+    "refused_renewal": case_refused_renewal,
+    "commit_check": case_commit_check,
+    "close_during_renewal": case_close_during_renewal,
+    "release_lost": case_release_lost,
+    "stale_fenced": case_stale_fenced,
+    "restart_fast": lambda a, h, c, r: _restart(a, h, c, r, "fast"),
+    "restart_immediate": lambda a, h, c, r: _restart(a, h, c, r, "immediate"),
+    "restart_kill9": lambda a, h, c, r: _restart(a, h, c, r, "kill9"),
+}
+RESTARTS = {"restart_fast", "restart_immediate", "restart_kill9"}
+
+
+def setup_db(c, db=None):
+    if db is not None:
+        db.close()
+    db = c.connect()
+    db.execute("CREATE EXTENSION IF NOT EXISTS fencing")
+    db.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    db.execute(f"CREATE TABLE {TABLE} (id int PRIMARY KEY, v text, n int NOT NULL DEFAULT 0,"
+               " fence fencing_token)")
+    db.execute("SELECT fencing_acquire('conformance-setup', 'runner', '1 s', NULL, %s)", (NS,))
+    with db.transaction():
+        db.execute("SELECT pg_catalog.set_config('fencing.token', '1', true)")
+        db.execute(f"INSERT INTO {TABLE} (id, v) SELECT g, 'init' FROM generate_series(1, 10) g")
+    return db
+
+
+def build(name, log):
+    path = os.path.join(AGENTS, name)
+    b = os.path.join(path, "build")
+    if os.path.exists(b):
+        r = subprocess.run([b], cwd=path, stdout=subprocess.PIPE, stderr=log, text=True)
+        if r.returncode == 77:
+            lines = r.stdout.strip().splitlines()
+            return "skip", lines[-1] if lines else "skipped by its build"
+        if r.returncode != 0:
+            return "fail", f"build failed (status {r.returncode}): {r.stdout.strip()[-300:]}"
+    if not os.access(os.path.join(path, "run"), os.X_OK):
+        return "fail", "no executable run"
+    return "ok", ""
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agents", default="")
+    ap.add_argument("--cases", default="")
+    args = ap.parse_args()
+    names = [n for n in args.agents.split(",") if n] or sorted(
+        d for d in os.listdir(AGENTS) if os.path.isdir(os.path.join(AGENTS, d)))
+    cases = [n for n in args.cases.split(",") if n] or list(CASES)
+    unknown = [n for n in cases if n not in CASES]
+    if unknown:
+        sys.exit(f"unknown case {unknown}; cases: {list(CASES)}")
+    os.makedirs(LOGDIR, exist_ok=True)
+    port = int(os.environ.get("CONFORMANCE_PGPORT", "55450"))
+    c = Cluster(port, os.environ.get("CONFORMANCE_DIR", f"/tmp/fencing-conformance-{port}"))
+    c.cluster_sh("stop")
+    c.cluster_sh("start")
+    results = {}
+    n = failed = 0
+    try:
+        holder = [setup_db(c)]
+        for name in names:
+            log = open(os.path.join(LOGDIR, f"{name}.log"), "w")
+            status, why = build(name, log)
+            for case in cases:
+                n += 1
+                if status != "ok":
+                    verdict = ("skip: " if status == "skip" else "FAIL: ") + why
+                else:
+                    log.write(f"==== {case}\n")
+                    log.flush()
+                    res = f"{name}-{case}-{int(time.time() * 1000)}"
+                    holder[0] = setup_db(c, holder[0])  # a fresh table: row HWMs from earlier cases
+                    a = None
+                    try:
+                        a = Agent(name, c, log)
+                        detail = CASES[case](a, holder if case in RESTARTS else holder[0], c, res)
+                        verdict = "pass: " + detail
+                    except CaseFail as e:
+                        verdict = f"FAIL: {e}"
+                    except Exception as e:  # a runner error is a failure of the case too
+                        verdict = f"FAIL: runner error {type(e).__name__}: {e}"
+                    finally:
+                        if a is not None:
+                            a.stop()
+                        try:
+                            holder[0].execute("SELECT 1")
+                        except psycopg.Error:
+                            c.wait_ready()
+                            holder[0] = c.connect()
+                bad = verdict.startswith("FAIL")
+                failed += bad
+                results.setdefault(name, {})[case] = verdict
+                ok = "not ok" if bad else "ok"
+                skip = " # SKIP" if verdict.startswith("skip") else ""
+                print(f"{ok} {n} - {name} {case}: {verdict}{skip}", flush=True)
+            log.close()
+    finally:
+        c.cluster_sh("stop")
+    print(f"1..{n}")
+    print("\nconformance results (pass / FAIL / skip):")
+    width = max(len(x) for x in cases)
+    print(" " * (width + 2) + "".join(f"{x:>10}" for x in names))
+    for case in cases:
+        cells = [results.get(x, {}).get(case, "-").split(":")[0] for x in names]
+        print(f"{case:<{width + 2}}" + "".join(f"{x:>10}" for x in cells))
+    with open(os.path.join(LOGDIR, "results.json"), "w") as f:
+        json.dump(results, f, indent=1)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Suite "conformance" of test/run-all.sh: clients/conformance/run.py against
+# every agent present under clients/conformance/agents/ (PROTOCOL.md), on a
+# scratch cluster of its own (CONFORMANCE_PGPORT, default 55450). TAP lines,
+# then a table of the results per library.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+exec nice /usr/bin/python3 "$HERE/run.py" "$@"
