@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // A token scans into int64 and binds from one, exact at the maximum, in the
@@ -22,7 +22,7 @@ func TestCodecMaxToken(t *testing.T) {
 	}{
 		{"binary", nil, pgx.BinaryFormatCode},
 		{"text result format", []interface{}{pgx.QueryResultFormats{pgx.TextFormatCode}}, pgx.TextFormatCode},
-		{"simple protocol", []interface{}{pgx.QuerySimpleProtocol(true)}, pgx.TextFormatCode},
+		{"simple protocol", []interface{}{pgx.QueryExecModeSimpleProtocol}, pgx.TextFormatCode},
 	}
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
