@@ -428,10 +428,11 @@ func (l *Lease) renew() (refused bool, err error) {
 	l.mu.Unlock()
 	ctx, cancel := context.WithDeadline(l.ctx, until)
 	defer cancel()
-	sent := time.Now()
+	var sent time.Time
 	var ok *bool
 	err = l.withConn(ctx, func(c *pgx.Conn) error {
 		var err error
+		sent = time.Now() // after a reconnect: the renewal's own send time
 		ok, err = renewQuery(ctx, c, l.resources, l.tokens, &l.opts)
 		return err
 	})

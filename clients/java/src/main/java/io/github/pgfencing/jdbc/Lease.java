@@ -330,9 +330,13 @@ public final class Lease implements AutoCloseable {
     // ------------------------------------------------------------------ internals
 
     private boolean start() throws SQLException {
-        long sent = System.nanoTime();
+        long sent;
         long[] issued;
         try {
+            // The base is the send time of the acquire itself: measured once the connection
+            // (and the extension's schema) is there, not before connecting.
+            Fencing.extensionSchema(conn());
+            sent = System.nanoTime();
             issued = resources.size() == 1 ? acquireOne() : Fencing.acquireAll(conn(), resources, options.holder,
                     options.ttl, options.wait, options.namespace);
         } catch (SQLException e) {
@@ -350,6 +354,8 @@ public final class Lease implements AutoCloseable {
             long renewSent = System.nanoTime();
             boolean renewed;
             try {
+                Fencing.extensionSchema(conn());
+                renewSent = System.nanoTime();
                 renewed = renewStatement(options.ttl.toMillis());
             } catch (SQLException e) {
                 dropConnection();
@@ -434,12 +440,19 @@ public final class Lease implements AutoCloseable {
     private void renewOnce() {
         if (closed || lostReason != null)
             return;
-        long sent = System.nanoTime();
+        long sent;
         boolean renewed;
         try {
             synchronized (connLock) {
                 if (closed)
                     return;
+                // Connect first (after an error the connection is new): the base is the send
+                // time of the renewal itself.
+                Fencing.extensionSchema(conn());
+                sent = System.nanoTime();
+                // Bounded by the safe time left: cancelled at the deadline (a confirmation after
+                // it counts as lost below anyway, and a renewal that lands on the server after
+                // the lease was declared lost would keep the next holder out).
                 renewed = renewStatement(TimeUnit.NANOSECONDS.toMillis(deadlineNanos - sent));
             }
         } catch (SQLException e) {
@@ -492,11 +505,20 @@ public final class Lease implements AutoCloseable {
             ps.setString(1, Fencing.interval(options.ttl));
             ps.setString(2, options.namespace);
             bindResources(c, ps, 3);
-            // A renewal that cannot land before the deadline is useless: bound it.
-            ps.setQueryTimeout((int) Math.max(1, timeoutMs / 1000));
+            // A renewal that cannot land before the deadline is useless: cancel it then
+            // (JDBC's own query timeout counts whole seconds only).
+            ScheduledFuture<?> cancel = scheduler.schedule(() -> {
+                try {
+                    ps.cancel();
+                } catch (SQLException ignored) {
+                    // the statement finished meanwhile
+                }
+            }, Math.max(1, timeoutMs), TimeUnit.MILLISECONDS);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);
+            } finally {
+                cancel.cancel(false);
             }
         }
     }
