@@ -41,6 +41,36 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE gotest" &&
     PGDATABASE=gotest psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing"
 check "CREATE EXTENSION fencing" $?
 export PGDATABASE=gotest
+# PgBouncer (Debian 12: 1.18) in transaction mode, one server connection for every client.
+if [ -x /usr/sbin/pgbouncer ]; then
+    BDIR=$FENCING_CLUSTER_DIR/pgbouncer
+    mkdir -p "$BDIR"
+    cat >"$BDIR/pgbouncer.ini" <<INI
+[databases]
+gotest = host=$PGHOST port=$PGPORT dbname=gotest user=${PGUSER:-postgres}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $((PORT + 1))
+unix_socket_dir =
+auth_type = trust
+auth_file = $BDIR/users.txt
+pool_mode = transaction
+default_pool_size = 1
+max_client_conn = 50
+logfile = $BDIR/pgbouncer.log
+pidfile = $BDIR/pgbouncer.pid
+INI
+    echo '"postgres" ""' >"$BDIR/users.txt"
+    [ "$(id -u)" = 0 ] && chown -R postgres "$BDIR"
+    if [ "$(id -u)" = 0 ]; then
+        runuser -u postgres -- /usr/sbin/pgbouncer -d "$BDIR/pgbouncer.ini"
+    else
+        /usr/sbin/pgbouncer -d "$BDIR/pgbouncer.ini"
+    fi
+    check "PgBouncer $(/usr/sbin/pgbouncer --version | head -1 | cut -d' ' -f2) in transaction mode" $?
+    trap 'kill "$(cat "$BDIR/pgbouncer.pid" 2>/dev/null)" 2>/dev/null; "$ROOT/test/cluster.sh" stop' EXIT
+    export FENCING_GO_PGBOUNCER_PORT=$((PORT + 1))
+fi
 
 log=$ROOT/build/test-logs/client-go-gotest.log
 mkdir -p "$(dirname "$log")"
