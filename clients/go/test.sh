@@ -30,8 +30,6 @@ eval "$env"
 go version >&2
 go vet ./...
 check "go vet" $?
-./readme-check.sh
-check "an application module requires the library and builds the README example" $?
 
 "$ROOT/test/cluster.sh" stop >/dev/null 2>&1
 trap '"$ROOT/test/cluster.sh" stop' EXIT
@@ -41,6 +39,8 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE gotest" &&
     PGDATABASE=gotest psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing"
 check "CREATE EXTENSION fencing" $?
 export PGDATABASE=gotest
+RUN=1 ./readme-check.sh
+check "an application module requires the library, builds and runs the README example" $?
 # PgBouncer (Debian 12: 1.18) in transaction mode, one server connection for every client.
 if [ -x /usr/sbin/pgbouncer ]; then
     BDIR=$FENCING_CLUSTER_DIR/pgbouncer
