@@ -26,7 +26,9 @@ FULL_ONLY=(
     gdb   # test/races: interleavings forced at a breakpoint in a backend
     gnuplot-nox  # the plots of bench/REPORT.md (make bench)
     python3-yaml
-    golang-go golang-github-jackc-pgx-v4-dev  # clients/go (pgx v4, offline from /usr/share/gocode)
+    # clients/go: its deps.sh fetches Go 1.26 and pgx v5 from Debian sid with apt-get download
+    # into build/go-deps (nothing installed); golang-go only for other Go code
+    golang-go
     zookeeper python3-kazoo
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
     patroni python3-etcd
@@ -43,6 +45,9 @@ FULL_ONLY=(
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
     python3-alembic   # test/migrations: Alembic migrations (with Django and ActiveRecord)
     default-jdk-headless libpostgresql-jdbc-java
+    # clients/java: Maven, offline from Debian's /usr/share/maven-repo (clients/java/build.sh)
+    maven libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java
+    libsurefire-java libmaven-install-plugin-java
     # the Debian package (debian/, test/deb) and the cookbook (docs/cookbook.md)
     git dpkg-dev debhelper fakeroot postgresql-server-dev-all
 )

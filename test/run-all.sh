@@ -27,9 +27,11 @@
 #   monitoring monitoring/postgres_exporter.yml (YAML) and fencing_alerts.sql run (test/monitoring/)
 #   security   CREATE EXTENSION / ALTER EXTENSION UPDATE next to trojan objects in
 #              public and pg_temp; SECURITY DEFINER audit (test/security/run.sh)
-#   client-go  the Go client library (clients/go/test.sh): go vet, go test over pgx
-#              against its own scratch cluster: leases, heartbeat, a SIGSTOP pause
-#              past the TTL, typed errors, token carriage, max token in binary and text
+#   client-go  the Go client library (clients/go/test.sh): Go 1.26 and pgx v5 from
+#              Debian sid's packages (deps.sh), the README example as a module that
+#              requires it, go vet, go test -race against its own scratch cluster:
+#              leases, the lease contract, a SIGSTOP pause past the TTL, typed errors,
+#              token carriage, max token in binary and text
 #   sqlsmith   random SQL from Debian's sqlsmith, bounded, 0 server crashes (test/sqlsmith/run.sh)
 #   patroni    Patroni (etcd3 DCS) with synchronous_mode_strict: switchover and kill -9
 #              of the primary under writing and leasing clients (test/patroni/run.sh)
@@ -67,9 +69,10 @@
 #              (test/encodings/run.sh)
 #   examples   the client examples (examples/run.sh): psql, Python, C++, Node.js,
 #              Java, Django, SQLAlchemy against the same scratch cluster
-#   client-java the JDBC client library (clients/java/test.sh): jar built with javac, a
-#              plain-Java TAP harness on its own scratch cluster: lease, heartbeat, a
-#              SIGSTOPped holder JVM, typed errors, autocommit, max token, binary transfer
+#   client-java the JDBC client library (clients/java/test.sh): jar built with Maven
+#              offline from Debian's repository, a plain-Java TAP harness on its own
+#              scratch cluster: lease, the lease contract, heartbeat, a SIGSTOPped holder
+#              JVM, typed errors, autocommit, max token, binary transfer, the README
 #   client-node  the Node.js client library pg-fencing (clients/node/test.sh): leases,
 #              heartbeat, a holder paused with SIGSTOP, token carriage, typed errors,
 #              the largest token, npm pack; its own scratch cluster

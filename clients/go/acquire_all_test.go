@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 )
 
 // AcquireAll: all resources or none, each with its token, renewed by one

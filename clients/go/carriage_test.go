@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // In autocommit nothing carries a token by accident: a write without one is
@@ -92,8 +92,18 @@ func TestFencedCalls(t *testing.T) {
 		t.Fatalf("update: %d, %v", n, err)
 	}
 	n, err = fencing.FencedUpdate(ctx(t), c, "go_fenced", l.Token()-1, key, map[string]int{"qty": 7})
+	var stale *fencing.StaleTokenError
+	if !errors.As(err, &stale) || n != 0 || stale.Offered != l.Token()-1 || stale.HWM != l.Token() {
+		t.Fatalf("stale update: %d, %v (want *StaleTokenError)", n, err)
+	}
+	n, err = fencing.FencedUpdate(ctx(t), c, "go_fenced", l.Token()-1, key, map[string]int{"qty": 7},
+		fencing.WithoutStaleError())
 	if err != nil || n != 0 {
-		t.Fatalf("stale update: %d, %v (want 0 rows)", n, err)
+		t.Fatalf("stale update WithoutStaleError: %d, %v (want 0 rows)", n, err)
+	}
+	n, err = l.FencedUpdate(ctx(t), c, "go_fenced", map[string]int{"id": 99}, map[string]int{"qty": 7})
+	if err != nil || n != 0 {
+		t.Fatalf("missing row: %d, %v (want 0 rows, no error)", n, err)
 	}
 	n, err = l.FencedDelete(ctx(t), c, "go_fenced", key)
 	if err != nil || n != 1 {

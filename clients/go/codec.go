@@ -2,10 +2,11 @@ package fencing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
-	"github.com/jackc/pgtype"
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // MaxToken is the largest fencing token, 2^63 - 1.
@@ -16,7 +17,9 @@ const MaxToken int64 = 9223372036854775807
 // (or *int64, pgtype.Int8) and an int64 binds as a token, in the text and
 // the binary format. Its OID differs per database, so it is looked up here:
 // call it once per connection, e.g. as pgxpool.Config.AfterConnect, whose
-// signature it has. Connect does it for you.
+// signature it has. Connect does it for you. The lookup runs in whatever
+// query exec mode the connection is configured with, and leaves no state on
+// the server connection.
 func RegisterTypes(ctx context.Context, conn *pgx.Conn) error {
 	var oid, arrayOID uint32
 	err := conn.QueryRow(ctx, `SELECT t.oid, t.typarray
@@ -24,16 +27,18 @@ func RegisterTypes(ctx context.Context, conn *pgx.Conn) error {
 	    JOIN pg_catalog.pg_extension e ON e.extnamespace OPERATOR(pg_catalog.=) t.typnamespace
 	   WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'
 	     AND t.typname OPERATOR(pg_catalog.=) 'fencing_token'`).Scan(&oid, &arrayOID)
-	if err == pgx.ErrNoRows {
+	if errors.Is(err, pgx.ErrNoRows) {
 		return fmt.Errorf("fencing: the extension is not installed in this database (CREATE EXTENSION fencing)")
 	}
 	if err != nil {
 		return fmt.Errorf("fencing: looking up the fencing_token type: %w", err)
 	}
-	ci := conn.ConnInfo()
-	ci.RegisterDataType(pgtype.DataType{Value: &pgtype.Int8{}, Name: "fencing_token", OID: oid})
+	tm := conn.TypeMap()
+	token := &pgtype.Type{Name: "fencing_token", OID: oid, Codec: pgtype.Int8Codec{}}
+	tm.RegisterType(token)
 	if arrayOID != 0 {
-		ci.RegisterDataType(pgtype.DataType{Value: &pgtype.Int8Array{}, Name: "_fencing_token", OID: arrayOID})
+		tm.RegisterType(&pgtype.Type{Name: "_fencing_token", OID: arrayOID,
+			Codec: &pgtype.ArrayCodec{ElementType: token}})
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"github.com/jackc/pgconn"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // SQLSTATEs of the extension's refusals.
@@ -27,14 +27,22 @@ var (
 	// confirmed before the safety margin ahead of the TTL. Writes through the
 	// lease refuse with it.
 	ErrLeaseLost = errors.New("fencing: lease lost")
-	// ErrLeaseClosed is the cause of a lease's context after Close.
+	// ErrLeaseClosed: the lease was released or closed; writes through it
+	// refuse with a *LeaseClosedError that errors.Is this. Not ErrLeaseLost.
 	ErrLeaseClosed = errors.New("fencing: lease closed")
+	// ErrTransactionInProgress: WithToken or BeginFunc was given a
+	// transaction, or a connection inside one; nothing was sent.
+	ErrTransactionInProgress = errors.New("fencing: a transaction is already open on this connection")
+	// ErrTransactionAborted: the helper's COMMIT was answered with ROLLBACK.
+	ErrTransactionAborted = errors.New("fencing: the transaction was aborted and rolled back")
 	// ErrNotAcquired is returned by Acquire and AcquireAll when another
 	// holder kept the resource for the whole wait.
 	ErrNotAcquired = errors.New("fencing: not acquired")
 	// ErrUnsupported is a feature whose SQL objects the installed extension
 	// version lacks (ALTER EXTENSION fencing UPDATE).
 	ErrUnsupported = errors.New("fencing: not supported by the installed extension version")
+	// ErrExtensionTooOld is ErrUnsupported under the contract's name.
+	ErrExtensionTooOld = ErrUnsupported
 )
 
 // StaleTokenError is a write refused with TF001: the offered token is below
@@ -50,6 +58,7 @@ type StaleTokenError struct {
 	HWM        int64  // the high-water mark it was judged against
 	Strict     bool   // refused because equal to the HWM, in strict mode
 	Parsed     bool   // Key, Offered and HWM were read from DETAIL
+	Written    int64  // rows the same Fenced* call wrote (a key that is not the whole primary key)
 	PgErr      *pgconn.PgError
 }
 

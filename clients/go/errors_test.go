@@ -4,10 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgconn"
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 )
 
 // The DETAIL parser reads key, offered token and HWM from the end, so a key

@@ -6,9 +6,9 @@ import (
 	"log"
 	"time"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // A worker that holds a lease while it writes, and stops when it loses it.

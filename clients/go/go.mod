@@ -1,22 +1,8 @@
-module fencing
+module github.com/pgfencing/fencing/clients/go
 
-go 1.19
+// The minimum versions this module needs: pgx v5.5.4 is the first with the
+// fix for CVE-2024-27304. The tests run against Debian sid's pgx 5.9.2 and
+// Go 1.26 (deps.sh), selected with -modfile, offline.
+go 1.21
 
-// The versions Debian 12 packages (golang-github-jackc-pgx-v4-dev and its
-// dependencies). vendor.sh builds vendor/ from /usr/share/gocode, offline.
-require (
-	github.com/jackc/pgconn v1.11.0
-	github.com/jackc/pgproto3/v2 v2.2.0
-	github.com/jackc/pgtype v1.10.0
-	github.com/jackc/pgx/v4 v4.15.0
-	github.com/jackc/puddle v1.2.1
-)
-
-require (
-	github.com/jackc/chunkreader/v2 v2.0.1 // indirect
-	github.com/jackc/pgio v1.0.0 // indirect
-	github.com/jackc/pgpassfile v1.0.0 // indirect
-	github.com/jackc/pgservicefile v0.0.0-20200714003250-2b9c44734f2b // indirect
-	golang.org/x/crypto v0.4.0 // indirect
-	golang.org/x/text v0.7.0 // indirect
-)
+require github.com/jackc/pgx/v5 v5.5.4

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // The tests run against the database the PG* environment names (test.sh

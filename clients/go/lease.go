@@ -2,19 +2,22 @@ package fencing
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand"
+	mrand "math/rand"
+	"os"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // LeaseOptions configures Acquire and AcquireAll.
 type LeaseOptions struct {
-	Holder    string        // who holds the lease, shown in fencing_leases; required
-	TTL       time.Duration // lease length, renewed by the heartbeat; required, at least 10 ms
+	Holder    string        // who holds the lease, shown in fencing_leases; "" is host:pid:random
+	TTL       time.Duration // lease length, renewed by the heartbeat; 0 is 30 s; at least 10 ms
 	Wait      time.Duration // how long to wait for a live lease to end; 0: try once
 	Namespace string        // resource namespace; "" is 'default'
 	// RenewEvery is the heartbeat's period (default TTL/3), varied by
@@ -22,14 +25,70 @@ type LeaseOptions struct {
 	RenewEvery time.Duration
 	Jitter     float64
 	// Margin: the lease counts as lost when no renewal was confirmed by
-	// the last one's start + TTL - Margin (default TTL/5), so the lost
-	// signal fires before the server lets another holder in.
+	// the send time of the call that last set its expiry + TTL - Margin
+	// (default max(TTL/5, 50 ms)), so the lost signal fires before the
+	// server lets another holder in.
 	Margin time.Duration
+}
+
+// LeaseState is what a lease can be used for: only a held lease writes.
+type LeaseState string
+
+// The states of a lease (CONTRACT.md section 1). Closed wins over lost.
+const (
+	StateHeld   LeaseState = "held"
+	StateLost   LeaseState = "lost"
+	StateClosed LeaseState = "closed"
+)
+
+// The reasons a lease was lost.
+const (
+	ReasonRefused = "refused" // the server refused a renewal
+	ReasonExpired = "expired" // no renewal was confirmed within the safe time
+)
+
+// LeaseLostError is why a lease was lost; errors.Is(err, ErrLeaseLost).
+type LeaseLostError struct {
+	Resources []string
+	Tokens    []int64
+	Reason    string // ReasonRefused or ReasonExpired
+	Detail    string
+}
+
+func (e *LeaseLostError) Error() string {
+	return fmt.Sprintf("fencing: lease on %v (tokens %v) lost (%s): %s", e.Resources, e.Tokens, e.Reason, e.Detail)
+}
+
+// Is matches ErrLeaseLost.
+func (e *LeaseLostError) Is(target error) bool { return target == ErrLeaseLost }
+
+// LeaseClosedError is what a released or closed lease refuses with;
+// errors.Is(err, ErrLeaseClosed).
+type LeaseClosedError struct {
+	Resources []string
+	Tokens    []int64
+}
+
+func (e *LeaseClosedError) Error() string {
+	return fmt.Sprintf("fencing: lease on %v (tokens %v) is closed", e.Resources, e.Tokens)
+}
+
+// Is matches ErrLeaseClosed.
+func (e *LeaseClosedError) Is(target error) bool { return target == ErrLeaseClosed }
+
+func defaultHolder() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b))
 }
 
 func (o *LeaseOptions) normalize() error {
 	if o.Holder == "" {
-		return errors.New("fencing: LeaseOptions.Holder is required")
+		o.Holder = defaultHolder()
+	}
+	if o.TTL == 0 {
+		o.TTL = 30 * time.Second
 	}
 	if o.TTL < 10*time.Millisecond {
 		return errors.New("fencing: LeaseOptions.TTL must be at least 10ms")
@@ -42,7 +101,7 @@ func (o *LeaseOptions) normalize() error {
 		o.Jitter = 0.2
 	}
 	if o.Margin <= 0 {
-		o.Margin = o.TTL / 5
+		o.Margin = max(o.TTL/5, 50*time.Millisecond)
 	}
 	if o.Margin >= o.TTL || o.RenewEvery >= o.TTL-o.Margin {
 		return errors.New("fencing: LeaseOptions need RenewEvery < TTL - Margin")
@@ -65,9 +124,10 @@ type Lease struct {
 	conn   *pgx.Conn
 
 	mu         sync.Mutex
-	validUntil time.Time // last confirmed renewal's start + TTL - Margin
+	validUntil time.Time // send time of the call that last set the expiry + TTL - Margin
 	lastErr    error     // the last renewal's error, for the cause
-	cause      error
+	lostErr    *LeaseLostError
+	closed     bool
 
 	ctx       context.Context
 	cancel    context.CancelFunc
@@ -85,7 +145,7 @@ type Lease struct {
 // the live lease gets its token back with the TTL extended. The heartbeat
 // starts at once; defer lease.Close().
 func Acquire(ctx context.Context, config *pgx.ConnConfig, resource string, opts LeaseOptions) (*Lease, error) {
-	return acquire(ctx, config, []string{resource}, &opts, func(c *pgx.Conn, wait *string) ([]int64, error) {
+	return acquire(ctx, config, []string{resource}, &opts, func(ctx context.Context, c *pgx.Conn, wait *string) ([]int64, error) {
 		var token *int64 // fencing_token, scanned through the registered codec
 		err := c.QueryRow(ctx, "SELECT fencing_acquire($1, $2, $3::pg_catalog.text::pg_catalog.interval, "+
 			"$4::pg_catalog.text::pg_catalog.interval, $5)",
@@ -105,7 +165,7 @@ func AcquireAll(ctx context.Context, config *pgx.ConnConfig, resources []string,
 	if len(resources) == 0 {
 		return nil, errors.New("fencing: AcquireAll needs at least one resource")
 	}
-	return acquire(ctx, config, resources, &opts, func(c *pgx.Conn, wait *string) ([]int64, error) {
+	return acquire(ctx, config, resources, &opts, func(ctx context.Context, c *pgx.Conn, wait *string) ([]int64, error) {
 		var tokens []int64 // fencing_token[], scanned through the registered codec
 		err := c.QueryRow(ctx, "SELECT fencing_acquire_all($1::pg_catalog.text[], $2, "+
 			"$3::pg_catalog.text::pg_catalog.interval, $4::pg_catalog.text::pg_catalog.interval, $5)",
@@ -117,15 +177,18 @@ func AcquireAll(ctx context.Context, config *pgx.ConnConfig, resources []string,
 	})
 }
 
-type acquireFunc func(c *pgx.Conn, wait *string) ([]int64, error)
+type acquireFunc func(ctx context.Context, c *pgx.Conn, wait *string) ([]int64, error)
 
 func acquire(ctx context.Context, config *pgx.ConnConfig, resources []string, opts *LeaseOptions,
 	run acquireFunc) (*Lease, error) {
 	if err := opts.normalize(); err != nil {
 		return nil, err
 	}
-	config = config.Copy() // the lease's own, reused to reconnect
-	conn, err := Connect(ctx, config)
+	config = leaseConfig(config) // the lease's own, reused to reconnect
+	// The acquire is bounded by its wait + 5 s; cancelled, it holds nothing.
+	actx, cancel := context.WithTimeout(ctx, opts.Wait+5*time.Second)
+	defer cancel()
+	conn, err := Connect(actx, config)
 	if err != nil {
 		return nil, err
 	}
@@ -135,17 +198,26 @@ func acquire(ctx context.Context, config *pgx.ConnConfig, resources []string, op
 		wait = &w
 	}
 	start := time.Now()
-	tokens, err := run(conn, wait)
+	tokens, err := run(actx, conn, wait)
 	if err == nil && len(tokens) != len(resources) {
 		err = ErrNotAcquired // NULL: another holder's live lease
 	}
-	if err == nil && opts.Wait > 0 {
-		// A waited grant came some time after start, unknown how long: the
-		// TTL is counted from a renewal sent after it instead.
-		start = time.Now()
-		var ok *bool
-		if ok, err = renewQuery(ctx, conn, resources, tokens, opts); err == nil && (ok == nil || !*ok) {
-			err = fmt.Errorf("%w: the first renewal was refused", ErrLeaseLost)
+	if err != nil && actx.Err() != nil && ctx.Err() == nil {
+		err = fmt.Errorf("%w: the acquire was cancelled at its bound (wait + 5 s): %v", ErrNotAcquired, err)
+	}
+	if err == nil && (opts.Wait > 0 || time.Since(start) > opts.Margin/2) {
+		// A slow grant came some time after start, unknown how long, and the
+		// server counts its TTL from then: renew at once and count from that
+		// renewal's send time. A renewal that fails on a connection error
+		// leaves the base at start (early, never late); the heartbeat goes on.
+		sent := time.Now()
+		ok, rerr := renewQuery(actx, conn, resources, tokens, opts)
+		switch {
+		case rerr == nil && (ok == nil || !*ok):
+			err = &LeaseLostError{Resources: resources, Tokens: tokens, Reason: ReasonRefused,
+				Detail: "the renewal right after the grant was refused"}
+		case rerr == nil:
+			start = sent
 		}
 	}
 	if err != nil {
@@ -153,6 +225,18 @@ func acquire(ctx context.Context, config *pgx.ConnConfig, resources []string, op
 		return nil, err
 	}
 	return newLease(config, conn, resources, tokens, *opts, start), nil
+}
+
+// leaseConfig is a copy of config for the lease's own connection. It uses
+// no named prepared statements (QueryExecModeExec: one round trip with the
+// unnamed statement), so it is safe behind a transaction-mode pooler that
+// does not track them, unless the caller chose a mode of its own.
+func leaseConfig(config *pgx.ConnConfig) *pgx.ConnConfig {
+	c := config.Copy()
+	if c.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement || c.DefaultQueryExecMode == pgx.QueryExecModeCacheDescribe {
+		c.DefaultQueryExecMode = pgx.QueryExecModeExec
+	}
+	return c
 }
 
 func newLease(config *pgx.ConnConfig, conn *pgx.Conn, resources []string, tokens []int64,
@@ -189,19 +273,54 @@ func (l *Lease) TokenFor(resource string) (int64, bool) {
 	return 0, false
 }
 
-// Lost is closed when the lease is lost (not on Close).
+// Lost is closed when the lease is lost (not on Close or Release).
 func (l *Lease) Lost() <-chan struct{} { return l.lost }
 
 // Context is cancelled when the lease is lost or closed; Cause tells which.
 // Run the work the lease protects under it.
 func (l *Lease) Context() context.Context { return l.ctx }
 
-// Cause is nil while the lease is held, then an error that errors.Is
-// ErrLeaseLost or ErrLeaseClosed.
+// Cause is nil while the lease is held; then what writes through it refuse
+// with: a *LeaseClosedError (errors.Is ErrLeaseClosed) once released or
+// closed, which wins over loss, else a *LeaseLostError (ErrLeaseLost).
 func (l *Lease) Cause() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.cause
+	return l.causeLocked()
+}
+
+func (l *Lease) causeLocked() error {
+	if l.closed {
+		return &LeaseClosedError{Resources: l.resources, Tokens: l.tokens}
+	}
+	if l.lostErr != nil {
+		return l.lostErr
+	}
+	return nil
+}
+
+// LostError is why the lease was lost, or nil when it was not; it stays set
+// after Close.
+func (l *Lease) LostError() *LeaseLostError {
+	l.check()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lostErr
+}
+
+// State is StateHeld, StateLost or StateClosed (closed wins over lost). It
+// checks the deadline first, like every write through the lease.
+func (l *Lease) State() LeaseState {
+	l.check()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return StateClosed
+	case l.lostErr != nil:
+		return StateLost
+	}
+	return StateHeld
 }
 
 // Valid reports whether the lease is held and a renewal was confirmed
@@ -209,47 +328,45 @@ func (l *Lease) Cause() error {
 // even if the watchdog has not run yet (after the process was paused).
 func (l *Lease) Valid() bool { return l.check() == nil }
 
+// check is nil while the lease is held, else the error writes refuse with.
+// It declares the lease lost first when its deadline has passed.
 func (l *Lease) check() error {
 	l.mu.Lock()
-	cause, until, lastErr := l.cause, l.validUntil, l.lastErr
-	l.mu.Unlock()
-	if cause != nil {
+	if cause := l.causeLocked(); cause != nil {
+		l.mu.Unlock()
 		return cause
 	}
+	until, lastErr := l.validUntil, l.lastErr
+	l.mu.Unlock()
 	if !time.Now().Before(until) {
-		why := "no renewal confirmed before TTL - margin"
+		why := "no renewal confirmed within the safe time (TTL - margin)"
 		if lastErr != nil {
 			why += "; the last one failed: " + lastErr.Error()
 		}
-		l.markLost(errors.New(why))
+		l.markLost(ReasonExpired, why)
 		return l.Cause()
 	}
 	return nil
 }
 
-func (l *Lease) markLost(why error) {
-	l.finish(fmt.Errorf("%w: %v", ErrLeaseLost, why), true)
-}
-
-func (l *Lease) finish(cause error, lost bool) {
+// markLost declares the lease lost, once, unless it was closed first.
+func (l *Lease) markLost(reason, why string) {
 	l.mu.Lock()
-	first := l.cause == nil
+	first := l.lostErr == nil && !l.closed
 	if first {
-		l.cause = cause
+		l.lostErr = &LeaseLostError{Resources: l.resources, Tokens: l.tokens, Reason: reason, Detail: why}
 	}
 	l.mu.Unlock()
 	if first {
-		if lost {
-			close(l.lost)
-		}
+		close(l.lost)
 		l.cancel()
 	}
 }
 
 // jittered is RenewEvery varied by ±Jitter.
-func (l *Lease) jittered() time.Duration {
-	f := 1 + l.opts.Jitter*(2*rand.Float64()-1)
-	return time.Duration(float64(l.opts.RenewEvery) * f)
+func (l *Lease) jittered(every time.Duration) time.Duration {
+	f := 1 + l.opts.Jitter*(2*mrand.Float64()-1)
+	return time.Duration(float64(every) * f)
 }
 
 // watchdog marks the lease lost when validUntil passes without a renewal
@@ -284,29 +401,38 @@ func (l *Lease) pause(d time.Duration, wake <-chan struct{}) bool {
 
 func (l *Lease) heartbeat() {
 	defer l.done.Done()
+	every := l.opts.RenewEvery
 	for {
-		if !l.pause(l.jittered(), nil) || l.check() != nil {
+		if !l.pause(l.jittered(every), nil) || l.check() != nil {
 			return
 		}
-		if err := l.renew(); err != nil {
-			l.markLost(err)
+		refused, err := l.renew()
+		if refused {
+			l.markLost(ReasonRefused, "the server refused the renewal: the lease expired or another holder took it")
 			return
+		}
+		// A failed renewal is retried sooner, on a new connection, until
+		// the watchdog's deadline.
+		every = l.opts.RenewEvery
+		if err != nil {
+			every = l.opts.RenewEvery / 8
 		}
 	}
 }
 
-// renew runs one renewal, bounded by the time left; a connection error is
-// not fatal (the next round reconnects), a refusal is.
-func (l *Lease) renew() error {
+// renew runs one renewal, bounded by the safe time left: refused when the
+// server said false; an error (connection, timeout) is retried.
+func (l *Lease) renew() (refused bool, err error) {
 	l.mu.Lock()
 	until := l.validUntil
 	l.mu.Unlock()
 	ctx, cancel := context.WithDeadline(l.ctx, until)
 	defer cancel()
-	start := time.Now()
+	var sent time.Time
 	var ok *bool
-	err := l.withConn(ctx, func(c *pgx.Conn) error {
+	err = l.withConn(ctx, func(c *pgx.Conn) error {
 		var err error
+		sent = time.Now() // after a reconnect: the renewal's own send time
 		ok, err = renewQuery(ctx, c, l.resources, l.tokens, &l.opts)
 		return err
 	})
@@ -314,13 +440,16 @@ func (l *Lease) renew() error {
 		l.mu.Lock()
 		l.lastErr = err
 		l.mu.Unlock()
-		return nil // retried next round; the watchdog bounds how long
+		if ctx.Err() != nil {
+			l.dropConn() // a cancelled statement may leave the connection mid-protocol
+		}
+		return false, err
 	}
 	if ok == nil || !*ok {
-		return errors.New("renewal refused: the lease expired or another holder took it")
+		return true, nil
 	}
 	l.mu.Lock()
-	if next := start.Add(l.opts.TTL - l.opts.Margin); next.After(l.validUntil) {
+	if next := sent.Add(l.opts.TTL - l.opts.Margin); next.After(l.validUntil) {
 		l.validUntil = next
 	}
 	l.mu.Unlock()
@@ -328,7 +457,18 @@ func (l *Lease) renew() error {
 	case l.renewed <- struct{}{}:
 	default:
 	}
-	return nil
+	return false, nil
+}
+
+func (l *Lease) dropConn() {
+	l.connMu.Lock()
+	defer l.connMu.Unlock()
+	if l.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		l.conn.Close(ctx)
+		l.conn = nil
+	}
 }
 
 // renewQuery renews every lease of resources with its token for TTL: true
@@ -379,9 +519,10 @@ func (l *Lease) Check(ctx context.Context) (bool, error) {
 }
 
 // BeginFunc runs fn in a transaction under the lease's token (see
-// WithToken). It refuses with the lease's cause (ErrLeaseLost) when the lease
-// is lost before it starts or before it commits; the table's fence refuses a
-// stale write on its own, with *StaleTokenError.
+// WithToken). It refuses with the lease's cause (ErrLeaseLost, or
+// ErrLeaseClosed after Release/Close) when the lease is not held before it
+// starts, and rolls back with it when the lease is not held before COMMIT;
+// the table's fence refuses a stale write on its own, with *StaleTokenError.
 func (l *Lease) BeginFunc(ctx context.Context, db Beginner, fn func(pgx.Tx) error) error {
 	if err := l.check(); err != nil {
 		return err
@@ -390,11 +531,11 @@ func (l *Lease) BeginFunc(ctx context.Context, db Beginner, fn func(pgx.Tx) erro
 }
 
 // FencedUpdate is FencedUpdate with the lease's token; ErrLeaseLost once lost.
-func (l *Lease) FencedUpdate(ctx context.Context, q Querier, table string, key, changes interface{}) (int64, error) {
+func (l *Lease) FencedUpdate(ctx context.Context, q Querier, table string, key, changes any, opts ...FencedOption) (int64, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedUpdate(ctx, q, table, l.Token(), key, changes)
+	return FencedUpdate(ctx, q, table, l.Token(), key, changes, opts...)
 }
 
 // FencedUpdateResult is FencedUpdateResult with the lease's token.
@@ -406,45 +547,64 @@ func (l *Lease) FencedUpdateResult(ctx context.Context, q Querier, table string,
 }
 
 // FencedDelete is FencedDelete with the lease's token; ErrLeaseLost once lost.
-func (l *Lease) FencedDelete(ctx context.Context, q Querier, table string, key interface{}) (int64, error) {
+func (l *Lease) FencedDelete(ctx context.Context, q Querier, table string, key any, opts ...FencedOption) (int64, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedDelete(ctx, q, table, l.Token(), key)
+	return FencedDelete(ctx, q, table, l.Token(), key, opts...)
 }
 
 // FencedUpsert is FencedUpsert with the lease's token; ErrLeaseLost once lost.
-func (l *Lease) FencedUpsert(ctx context.Context, q Querier, table string, row interface{}) (int64, error) {
+func (l *Lease) FencedUpsert(ctx context.Context, q Querier, table string, row any, opts ...FencedOption) (int64, error) {
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedUpsert(ctx, q, table, l.Token(), row)
+	return FencedUpsert(ctx, q, table, l.Token(), row, opts...)
 }
 
-// Close stops the heartbeat, releases a lease still held (fencing_release;
-// a lost one is left to expire) and closes the lease's connection. It can be
-// called more than once.
+// Release stops the heartbeat (a renewal in flight is waited for, bounded by
+// the safe time left), then sends fencing_release for the lease's tokens, bounded by
+// max(TTL/3, 1 s); the lease is closed from then on, and a lost lease stays
+// lost too (no lost signal fires). True when the server ended a live lease;
+// false for a lost lease whose successor holds it, a second Release, or an
+// error (the server then ends the lease at its TTL, and err says why).
+func (l *Lease) Release() (bool, error) {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return false, nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	// A renewal in flight is waited for (bounded by the safe time left), not
+	// cancelled: it may be about to extend the lease this release ends.
+	close(l.stop)
+	l.done.Wait()
+	l.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), max(l.opts.TTL/3, time.Second))
+	defer cancel()
+	var released int
+	err := l.withConn(ctx, func(c *pgx.Conn) error {
+		return c.QueryRow(ctx, `SELECT pg_catalog.count(*) FILTER (WHERE fencing_release(r, t, $3))
+		   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
+		                   pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
+			l.resources, l.tokens, l.opts.Namespace).Scan(&released)
+	})
+	return err == nil && released > 0, err
+}
+
+// Close releases the lease (see Release) unless that was done, and closes
+// the lease's connection. It can be called more than once; the error is the
+// release's, the first time.
 func (l *Lease) Close() error {
 	l.closeOnce.Do(func() {
-		held := l.check() == nil
-		// Cancelling the context first ends a renewal in flight at once.
-		close(l.stop)
-		l.finish(ErrLeaseClosed, false)
-		l.done.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if held {
-			l.closeErr = l.withConn(ctx, func(c *pgx.Conn) error {
-				_, err := c.Exec(ctx, `SELECT fencing_release(r, t, $3)
-				   FROM ROWS FROM (pg_catalog.unnest($1::pg_catalog.text[]),
-		                  pg_catalog.unnest($2::pg_catalog.int8[])) AS u(r, t)`,
-					l.resources, l.tokens, l.opts.Namespace)
-				return err
-			})
-		}
+		_, l.closeErr = l.Release()
 		l.connMu.Lock()
 		if l.conn != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			l.conn.Close(ctx)
+			cancel()
+			l.conn = nil
 		}
 		l.connMu.Unlock()
 	})

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5"
 )
 
 // The child process of TestPause runs holder() instead of the tests.

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"testing"
 
-	"fencing"
+	fencing "github.com/pgfencing/fencing/clients/go"
 
-	"github.com/jackc/pgx/v4"
-	"github.com/jackc/pgx/v4/pgxpool"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // A pool registers the codec on each connection with AfterConnect; a token
@@ -19,7 +19,7 @@ func TestPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.AfterConnect = fencing.RegisterTypes
-	pool, err := pgxpool.ConnectConfig(ctx(t), cfg)
+	pool, err := pgxpool.NewWithConfig(ctx(t), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

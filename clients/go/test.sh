@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The Go client's suite: builds vendor/ from Debian's Go packages (offline),
-# go vet, then go test -race against a scratch cluster of its own with the
+# The Go client's suite: fetches Go 1.26 and pgx v5 as Debian sid packages
+# into a cache without installing them (deps.sh, once), builds an application
+# module that requires this one as the README says, go vet, then go test
+# -race against a scratch cluster of its own with the
 # extension, as the postgres user's server on a private port and socket
 # directory. Prints TAP-like lines: "ok N - go vet", one per go test test
 # and subtest ("--- PASS"/"--- FAIL"), and a last check that go test passed.
@@ -13,8 +15,6 @@ ROOT=$(cd ../.. && pwd)
 PORT=${CLIENT_GO_PGPORT:-55447}
 export FENCING_PGPORT=$PORT
 export FENCING_CLUSTER_DIR=${CLIENT_GO_DIR:-/tmp/fencing-client-go-$PORT}
-# Offline module mode: the dependencies are in vendor/, no proxy, no sum DB.
-export GOFLAGS=-mod=vendor GOPROXY=off GOSUMDB=off GO111MODULE=on
 export GOCACHE=${GOCACHE:-$ROOT/build/go-cache} GOPATH=${GOPATH:-$ROOT/build/gopath}
 
 n=0
@@ -23,10 +23,12 @@ check() {  # check NAME STATUS
     if [ "$2" = 0 ]; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi
 }
 
-command -v go >/dev/null || { echo "not ok 1 - go not installed (apt-get install golang-go)"; exit 1; }
-./vendor.sh
-check "vendor/ built from /usr/share/gocode" $?
-go vet ./... 
+# Offline: the toolchain and the modules come from the cache, no proxy, no sum DB.
+env=$(./deps.sh)
+check "Go 1.26 and pgx v5 from Debian sid's packages (deps.sh)" $?
+eval "$env"
+go version >&2
+go vet ./...
 check "go vet" $?
 
 "$ROOT/test/cluster.sh" stop >/dev/null 2>&1
@@ -37,6 +39,38 @@ psql -X -q -v ON_ERROR_STOP=1 -c "CREATE DATABASE gotest" &&
     PGDATABASE=gotest psql -X -q -v ON_ERROR_STOP=1 -c "CREATE EXTENSION fencing"
 check "CREATE EXTENSION fencing" $?
 export PGDATABASE=gotest
+RUN=1 ./readme-check.sh
+check "an application module requires the library, builds and runs the README example" $?
+# PgBouncer (Debian 12: 1.18) in transaction mode, one server connection for every client.
+if [ -x /usr/sbin/pgbouncer ]; then
+    BDIR=$FENCING_CLUSTER_DIR/pgbouncer
+    mkdir -p "$BDIR"
+    cat >"$BDIR/pgbouncer.ini" <<INI
+[databases]
+gotest = host=$PGHOST port=$PGPORT dbname=gotest user=${PGUSER:-postgres}
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $((PORT + 1))
+unix_socket_dir =
+auth_type = trust
+auth_file = $BDIR/users.txt
+pool_mode = transaction
+default_pool_size = 1
+max_client_conn = 50
+logfile = $BDIR/pgbouncer.log
+pidfile = $BDIR/pgbouncer.pid
+INI
+    echo '"postgres" ""' >"$BDIR/users.txt"
+    [ "$(id -u)" = 0 ] && chown -R postgres "$BDIR"
+    if [ "$(id -u)" = 0 ]; then
+        runuser -u postgres -- /usr/sbin/pgbouncer -d "$BDIR/pgbouncer.ini"
+    else
+        /usr/sbin/pgbouncer -d "$BDIR/pgbouncer.ini"
+    fi
+    check "PgBouncer $(/usr/sbin/pgbouncer --version | head -1 | cut -d' ' -f2) in transaction mode" $?
+    trap 'kill "$(cat "$BDIR/pgbouncer.pid" 2>/dev/null)" 2>/dev/null; "$ROOT/test/cluster.sh" stop' EXIT
+    export FENCING_GO_PGBOUNCER_PORT=$((PORT + 1))
+fi
 
 log=$ROOT/build/test-logs/client-go-gotest.log
 mkdir -p "$(dirname "$log")"

@@ -7,26 +7,32 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/jackc/pgconn"
-	"github.com/jackc/pgx/v4"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5"
 )
 
-// Beginner starts a transaction: *pgx.Conn, pgxpool.Pool, pgx.Tx (a
-// savepoint) all are.
+// Beginner starts a transaction: *pgx.Conn, *pgxpool.Pool and *pgxpool.Conn
+// are. (A pgx.Tx is one too, but WithToken refuses it: it never joins a
+// transaction that is already open.)
 type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// Querier runs one statement: *pgx.Conn, pgxpool.Pool, pgx.Tx.
+// Querier runs one statement: *pgx.Conn, *pgxpool.Pool, *pgxpool.Conn, pgx.Tx.
 type Querier interface {
-	QueryRow(ctx context.Context, sql string, args ...interface{}) pgx.Row
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
 // WithToken runs fn in a transaction whose every write carries token: BEGIN;
 // SET LOCAL fencing.token; fn(tx); COMMIT. The token lives as long as the
 // transaction, so it can neither stay on a pooled connection nor be missing
 // from a write fn makes. fn's error, or a failed commit, rolls back; errors
-// come back through Classify (*StaleTokenError, *TokenRequiredError).
+// come back through Classify (*StaleTokenError, *TokenRequiredError). A
+// COMMIT that the server answered with ROLLBACK (a statement of fn failed and
+// fn swallowed its error) is ErrTransactionAborted. db inside a transaction
+// (a pgx.Tx, or a connection whose transaction is open) is refused with
+// ErrTransactionInProgress before anything is sent: the caller's transaction
+// is never joined, committed or rolled back here.
 func WithToken(ctx context.Context, db Beginner, token int64, fn func(pgx.Tx) error) error {
 	return withToken(ctx, db, token, fn, nil)
 }
@@ -37,6 +43,9 @@ func withToken(ctx context.Context, db Beginner, token int64, fn func(pgx.Tx) er
 	beforeCommit func() error) (err error) {
 	if token < 0 {
 		return fmt.Errorf("fencing: token %d out of range", token)
+	}
+	if err := refuseOpenTransaction(db); err != nil {
+		return err
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
@@ -60,38 +69,71 @@ func withToken(ctx context.Context, db Beginner, token int64, fn func(pgx.Tx) er
 			return err
 		}
 	}
-	return Classify(tx.Commit(ctx))
+	if err = tx.Commit(ctx); errors.Is(err, pgx.ErrTxCommitRollback) {
+		return fmt.Errorf("%w: a statement of the transaction failed and its error was not returned; "+
+			"the server rolled the transaction back at COMMIT", ErrTransactionAborted)
+	}
+	return Classify(err)
 }
 
-// FencedUpdate calls fenced_update(table, token, key, changes): UPDATE table
-// SET changes WHERE key, fenced by token. key and changes are marshalled to
-// JSON objects (a map, a struct, json.RawMessage). It returns the rows
-// written: 0 when no row matched the key or the row's high-water mark is above
-// token (the function skips stale rows), and runs in autocommit or in q's
-// transaction.
-func FencedUpdate(ctx context.Context, q Querier, table string, token int64, key, changes interface{}) (int64, error) {
-	return fencedCall(ctx, q, "fenced_update", table, token, key, changes)
+// refuseOpenTransaction: ErrTransactionInProgress for a pgx.Tx, or for a
+// connection whose transaction is open (in it, or failed).
+func refuseOpenTransaction(db Beginner) error {
+	if _, ok := db.(pgx.Tx); ok {
+		return fmt.Errorf("%w: given a pgx.Tx", ErrTransactionInProgress)
+	}
+	if c, ok := db.(interface{ PgConn() *pgconn.PgConn }); ok && c.PgConn().TxStatus() != 'I' {
+		return fmt.Errorf("%w: the connection's transaction status is %q", ErrTransactionInProgress,
+			c.PgConn().TxStatus())
+	}
+	return nil
 }
 
-// FencedDelete calls fenced_delete(table, token, key).
-func FencedDelete(ctx context.Context, q Querier, table string, token int64, key interface{}) (int64, error) {
-	return fencedCall(ctx, q, "fenced_delete", table, token, key)
+// FencedOption changes what a Fenced* call does.
+type FencedOption func(*fencedOptions)
+
+type fencedOptions struct{ keepStale bool }
+
+// WithoutStaleError makes a Fenced* call return the rows written, 0 for a
+// stale row too, instead of a *StaleTokenError.
+func WithoutStaleError() FencedOption { return func(o *fencedOptions) { o.keepStale = true } }
+
+// FencedUpdate calls fenced_update_result(table, token, key, changes): UPDATE
+// table SET changes WHERE key, fenced by token. key and changes are
+// marshalled to JSON objects (a map, a struct, json.RawMessage). It returns
+// the rows written; a row refused as stale (its high-water mark above the
+// token) is a *StaleTokenError (with the rows the call wrote in Written), so
+// 0 without an error means no row matched the key. It runs in autocommit or
+// in q's transaction. Extension 1.5 or later (ErrUnsupported before).
+func FencedUpdate(ctx context.Context, q Querier, table string, token int64, key, changes any, opts ...FencedOption) (int64, error) {
+	return fencedCall(ctx, q, "fenced_update_result", table, token, opts, key, changes)
 }
 
-// FencedUpsert calls fenced_upsert(table, token, row): INSERT ... ON CONFLICT
-// (primary key) DO UPDATE where the token allows.
-func FencedUpsert(ctx context.Context, q Querier, table string, token int64, row interface{}) (int64, error) {
-	return fencedCall(ctx, q, "fenced_upsert", table, token, row)
+// FencedDelete calls fenced_delete_result(table, token, key); as FencedUpdate.
+func FencedDelete(ctx context.Context, q Querier, table string, token int64, key any, opts ...FencedOption) (int64, error) {
+	return fencedCall(ctx, q, "fenced_delete_result", table, token, opts, key)
 }
 
-func fencedCall(ctx context.Context, q Querier, fn, table string, token int64, objects ...interface{}) (int64, error) {
-	sql, args, err := fencedSQL(fn, table, token, objects)
+// FencedUpsert calls fenced_upsert_result(table, token, row): INSERT ... ON
+// CONFLICT (primary key) DO UPDATE where the token allows; as FencedUpdate,
+// the stale error's Key is the whole row.
+func FencedUpsert(ctx context.Context, q Querier, table string, token int64, row any, opts ...FencedOption) (int64, error) {
+	return fencedCall(ctx, q, "fenced_upsert_result", table, token, opts, row)
+}
+
+func fencedCall(ctx context.Context, q Querier, fn, table string, token int64, opts []FencedOption, objects ...any) (int64, error) {
+	var o fencedOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	res, err := fencedResultCall(ctx, q, fn, table, token, objects...)
 	if err != nil {
 		return 0, err
 	}
-	var n int64
-	err = q.QueryRow(ctx, "SELECT "+sql, args...).Scan(&n)
-	return n, Classify(err)
+	if o.keepStale {
+		return res.Written, nil
+	}
+	return res.Written, res.Err()
 }
 
 // fencedSQL is the call fn(table, token, objects as jsonb...) and its arguments.
@@ -164,7 +206,7 @@ func (r FencedResult) Err() error {
 		return nil
 	}
 	// A mark equal to the token refused a row only in strict mode.
-	return &StaleTokenError{TableName: r.table, Key: r.key, Offered: r.token, HWM: *r.HWM,
+	return &StaleTokenError{TableName: r.table, Key: r.key, Offered: r.token, HWM: *r.HWM, Written: r.Written,
 		Strict: *r.HWM == r.token, Parsed: true,
 		PgErr: &pgconn.PgError{Code: SQLStateStaleToken,
 			Message: fmt.Sprintf("stale fencing token for table %s", r.table)}}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The Java client's suite: builds the jar (build.sh), compiles the test harness against it,
+# The Java client's suite: builds the jar and the test harness with Maven offline (build.sh),
 # starts a scratch cluster with the extension (test/cluster.sh on a private port and socket
 # directory; the extension must be installed: make install), and runs the harness, which
 # prints TAP lines ("ok N - ...", "not ok N - ..."), on the extension at its default
@@ -17,9 +17,14 @@ BUILD=$HERE/build
 DB=fencing_client_java
 
 JAR=$(bash build.sh "$BUILD" | tail -1)
-rm -rf "$BUILD/test-classes" && mkdir -p "$BUILD/test-classes"
-javac -Xlint:all -Werror -d "$BUILD/test-classes" -cp "$JAR:$PGJDBC" $(find src/test/java -name '*.java' | sort)
-javac -Xlint:all -Werror -d "$BUILD/example-classes" -cp "$JAR:$PGJDBC" example/LeaseExample.java
+# No Class-Path in the jar's manifest: a user's build tool supplies pgjdbc.
+! unzip -p "$JAR" META-INF/MANIFEST.MF | grep -q '^Class-Path' || { echo "not ok - the jar's manifest has a Class-Path"; exit 1; }
+unzip -l "$JAR" META-INF/LICENSE | grep -q META-INF/LICENSE || { echo "not ok - the jar has no META-INF/LICENSE"; exit 1; }
+# The README's example, as written: its ```java block after "## Use" is the program the
+# harness's "example" group runs.
+rm -rf "$BUILD/example-classes" "$BUILD/readme" && mkdir -p "$BUILD/readme"
+awk '/^## Use/ { on = 1 } on && /^```java/ { grab = 1; next } grab && /^```/ { exit } grab' README.md >"$BUILD/readme/LeaseExample.java"
+javac -Xlint:all -Werror -d "$BUILD/example-classes" -cp "$JAR:$PGJDBC" "$BUILD/readme/LeaseExample.java"
 
 if [ "${FENCING_JAVA_USE_RUNNING:-}" != 1 ]; then
     export FENCING_PGPORT=${FENCING_JAVA_PGPORT:-54346}
@@ -44,5 +49,5 @@ for v in default 1.4; do
     URLS+=("jdbc:postgresql://127.0.0.1:${PGPORT}/$db")
 done
 CP="$JAR:$BUILD/test-classes:$PGJDBC"
-java -Dpguser="${PGUSER:-postgres}" -Donly="${FENCING_JAVA_ONLY:-}" -cp "$CP" fencing.jdbc.test.TestMain \
+java -Dpguser="${PGUSER:-postgres}" -Donly="${FENCING_JAVA_ONLY:-}" -cp "$CP" io.github.pgfencing.jdbc.test.TestMain \
     "$CP" "$JAR:$BUILD/example-classes:$PGJDBC" "${URLS[@]}"

@@ -1,13 +1,16 @@
-package fencing.jdbc.test;
+package io.github.pgfencing.jdbc.test;
 
-import fencing.jdbc.ConnectionSource;
-import fencing.jdbc.Fencing;
-import fencing.jdbc.Lease;
-import fencing.jdbc.LeaseListener;
-import fencing.jdbc.LeaseLostException;
-import fencing.jdbc.LeaseUnavailableException;
-import fencing.jdbc.StaleTokenException;
-import fencing.jdbc.TokenRequiredException;
+import io.github.pgfencing.jdbc.ConnectionSource;
+import io.github.pgfencing.jdbc.Fencing;
+import io.github.pgfencing.jdbc.Lease;
+import io.github.pgfencing.jdbc.LeaseListener;
+import io.github.pgfencing.jdbc.LeaseClosedException;
+import io.github.pgfencing.jdbc.LeaseLostException;
+import io.github.pgfencing.jdbc.TransactionAbortedException;
+import io.github.pgfencing.jdbc.TransactionInProgressException;
+import io.github.pgfencing.jdbc.LeaseUnavailableException;
+import io.github.pgfencing.jdbc.StaleTokenException;
+import io.github.pgfencing.jdbc.TokenRequiredException;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -72,6 +75,10 @@ public final class TestMain {
         run("acquireAll", () -> testAcquireAll(admin));
         run("reacquire", () -> testReacquire(admin));
         run("example", TestMain::testExample);
+        run("closed", () -> testClosed(admin));
+        run("commit check", () -> testCommitCheck(admin));
+        run("close during renewal", () -> testCloseDuringRenewal(admin));
+        run("waited acquire", () -> testWaitedAcquire(admin));
     }
 
     // ------------------------------------------------------------------ harness
@@ -290,17 +297,21 @@ public final class TestMain {
 
             public void renewalFailed(Lease l, SQLException e) { failures.incrementAndGet(); }
         };
-        long t0 = System.nanoTime();
+        long t0;
         try (Lease lease = Lease.builder(flaky).resource("rf").holder("h-rf").ttl(Duration.ofMillis(3000))
                 .safetyMargin(Duration.ofMillis(500)).listener(listener).acquire()) {
+            // The server's TTL runs from when it executed the acquire, at or before now.
+            t0 = System.nanoTime();
             refuse.set(true);
             exec(admin, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'fencing-java-renewfail'");
             LeaseLostException why = lease.lost().get(6, TimeUnit.SECONDS);
             ok(listened.await(5, TimeUnit.SECONDS), "renewal failure: the listener ran");
             long ms = TimeUnit.NANOSECONDS.toMillis(firedAt.get() - t0);
-            ok(why != null && why.getMessage().contains("safety deadline"), "renewal failure: lost fired: " + why.getMessage());
+            ok(why != null && why.getReason() == LeaseLostException.Reason.EXPIRED,
+                    "renewal failure: lost fired, reason expired: " + why.getMessage());
             ok(failures.get() >= 1, "renewal failure: renewalFailed reported " + failures.get() + " failure(s)");
-            ok(firedAt.get() != 0 && ms < 3000, "renewal failure: lost fired " + ms + " ms after acquire, before the 3000 ms TTL");
+            ok(firedAt.get() != 0 && ms < 3000, "renewal failure: lost fired " + ms + " ms after acquire returned, "
+                    + "before the 3000 ms TTL");
             ok(serverLeft[0] != null && !serverLeft[0].startsWith("error") && Integer.parseInt(serverLeft[0]) > 0,
                     "renewal failure: the server lease was still live when lost fired (" + serverLeft[0] + " ms left)");
             Throwable e = thrown(() -> lease.transaction(admin, c -> null));
@@ -318,7 +329,7 @@ public final class TestMain {
             long t0 = System.nanoTime();
             LeaseLostException why = lease.lost().get(3, TimeUnit.SECONDS);
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            ok(why.getMessage().contains("refused the renewal"), "renewal refused: lost with the reason: " + why.getMessage());
+            ok(why.getReason() == LeaseLostException.Reason.REFUSED, "renewal refused: lost with reason refused: " + why.getMessage());
             ok(ms < 1000, "renewal refused: at the next renewal (" + ms + " ms), not at the deadline");
             is(calls.get(), 1, "renewal refused: the listener ran once");
             ok(lease.isLost(), "renewal refused: isLost()");
@@ -430,14 +441,36 @@ public final class TestMain {
             is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "5 5000",
                     "autocommit: nothing of the aborted callback was committed");
             ok(c.getAutoCommit(), "autocommit: restored after an aborted callback");
-            // With autocommit off, withToken joins the caller's transaction and leaves the commit to it.
+            // Without pgjdbc's internal transaction state (or with a pgjdbc that lacks it), the
+            // aborted transaction is found by asking the server.
+            System.setProperty("io.github.pgfencing.jdbc.probeAborted", "true");
+            try {
+                Throwable probed = thrown(() -> Fencing.withToken(c, 6000, w -> {
+                    exec(w, "UPDATE items SET v = 7 WHERE id = 4");
+                    try {
+                        exec(w, "SELECT 1/0");
+                    } catch (SQLException ignored) {
+                        // swallowed
+                    }
+                    return null;
+                }));
+                ok(probed instanceof TransactionAbortedException, "autocommit: without pgjdbc internals the aborted "
+                        + "transaction is still refused (" + probed + ")");
+            } finally {
+                System.clearProperty("io.github.pgfencing.jdbc.probeAborted");
+            }
+            is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "5 5000",
+                    "autocommit: nothing of the probed aborted callback was committed");
+            // With autocommit off the connection is inside the caller's transaction: refused, and the
+            // caller's transaction is neither joined nor committed nor rolled back.
             c.setAutoCommit(false);
-            write(c, 7000, "UPDATE items SET v = 8 WHERE id = 4");
-            is(one(admin, "SELECT v::text FROM items WHERE id = 4"), "5", "autocommit off: withToken did not commit the caller's transaction");
-            is(one(c, "SELECT current_setting('fencing.token')"), "7000", "autocommit off: the token lasts until the caller's transaction ends");
-            c.commit();
-            is(one(admin, "SELECT v::text || ' ' || fence::text FROM items WHERE id = 4"), "8 7000", "autocommit off: the caller's commit wrote it");
-            is(one(c, "SELECT current_setting('fencing.token')"), "", "autocommit off: the token ended with that transaction");
+            exec(c, "SELECT 1");
+            Throwable inTx = thrown(() -> write(c, 7000, "UPDATE items SET v = 8 WHERE id = 4"));
+            ok(inTx instanceof TransactionInProgressException, "autocommit off: withToken refused with "
+                    + "TransactionInProgressException (" + inTx + ")");
+            ok(!c.getAutoCommit(), "autocommit off: left off");
+            is(one(c, "SELECT current_setting('fencing.token', true)"), "", "autocommit off: no token set in the caller's transaction");
+            is(one(admin, "SELECT v::text FROM items WHERE id = 4"), "5", "autocommit off: nothing written");
             c.rollback();
             c.setAutoCommit(true);
         }
@@ -601,6 +634,139 @@ public final class TestMain {
             System.out.println("# example: " + l);
         ok(exited && p.exitValue() == 0 && output.contains("stale holder refused"),
                 "example: LeaseExample runs and its stale holder is refused");
+    }
+
+    /**
+     * After close() the lease is CLOSED, not lost: transaction() and fenced_* refuse with
+     * LeaseClosedException before anything is sent, lost() completes (exceptionally, with
+     * LeaseClosedException) instead of staying pending, and the listener does not run.
+     */
+    private static void testClosed(Connection admin) throws Exception {
+        AtomicInteger fired = new AtomicInteger();
+        Lease lease = Lease.builder(source()).resource("closed").holder("h-closed").ttl(Duration.ofSeconds(3))
+                .listener((l, why) -> fired.incrementAndGet()).acquire();
+        is(lease.state(), Lease.State.HELD, "closed: held after acquire");
+        ok(lease.release(), "closed: release() ended the live lease");
+        is(lease.state(), Lease.State.CLOSED, "closed: state CLOSED after release");
+        ok(lease.isClosed() && !lease.isLost(), "closed: isClosed, not isLost");
+        Throwable waited = thrown(() -> lease.lost().get(1, TimeUnit.SECONDS));
+        ok(waited instanceof java.util.concurrent.ExecutionException && waited.getCause() instanceof LeaseClosedException,
+                "closed: lost() completed exceptionally with LeaseClosedException (" + waited + ")");
+        String before = one(admin, "SELECT v::text FROM items WHERE id = 9");
+        AtomicBoolean ran = new AtomicBoolean();
+        Throwable tx = thrown(() -> lease.transaction(admin, c -> {
+            ran.set(true);
+            exec(c, "UPDATE items SET v = v + 1 WHERE id = 9");
+            return null;
+        }));
+        ok(tx instanceof LeaseClosedException && !ran.get(), "closed: transaction() refused with LeaseClosedException, "
+                + "the work did not run (" + tx + ")");
+        is(one(admin, "SELECT v::text FROM items WHERE id = 9"), before, "closed: nothing committed under the released token");
+        Throwable fenced = thrown(() -> lease.fencedUpdate(admin, "items", "{\"id\": 9}", "{\"v\": 1}"));
+        ok(fenced instanceof LeaseClosedException, "closed: fencedUpdate refused with LeaseClosedException");
+        ok(!lease.release(), "closed: a second release() is false");
+        lease.close();
+        is(fired.get(), 0, "closed: the lost listener never ran");
+        // A lease lost, then closed: CLOSED, and still lost.
+        Lease lost = Lease.builder(source()).resource("closed-lost").holder("h-cl").ttl(Duration.ofMillis(1500)).acquire();
+        exec(admin, "SELECT fencing_release('closed-lost', ?::bigint)", lost.token());
+        lost.lost().get(3, TimeUnit.SECONDS);
+        lost.close();
+        ok(lost.state() == Lease.State.CLOSED && lost.isLost(), "closed: a lost lease closed is CLOSED and still lost");
+        Throwable t2 = thrown(() -> lost.transaction(admin, c -> null));
+        ok(t2 instanceof LeaseClosedException, "closed: ... and refuses with LeaseClosedException");
+    }
+
+    /**
+     * The lease is checked before COMMIT: a lease lost while the work runs (its renewals blocked
+     * by a lock on its row) rolls the work back with LeaseLostException.
+     */
+    private static void testCommitCheck(Connection admin) throws Exception {
+        try (Lease lease = Lease.builder(source()).resource("cc").holder("h-cc").ttl(Duration.ofMillis(1500)).acquire();
+                Connection locker = connect(new Properties()); Connection c = connect(new Properties())) {
+            locker.setAutoCommit(false);
+            exec(locker, "SELECT 1 FROM fencing.lease WHERE resource = 'cc' FOR UPDATE");
+            String before = one(admin, "SELECT v::text FROM items WHERE id = 10");
+            Throwable e = thrown(() -> lease.transaction(c, w -> {
+                exec(w, "UPDATE items SET v = v + 1 WHERE id = 10");
+                try {
+                    Thread.sleep(1800);
+                } catch (InterruptedException ie) {
+                    throw new SQLException(ie);
+                }
+                return null;
+            }));
+            locker.rollback();
+            ok(e instanceof LeaseLostException, "commit check: lost during the work: LeaseLostException (" + e + ")");
+            is(one(admin, "SELECT v::text FROM items WHERE id = 10"), before, "commit check: the work was rolled back");
+            ok(c.getAutoCommit(), "commit check: autocommit restored");
+        }
+    }
+
+    /**
+     * close() while a renewal hangs (its row locked): close cancels and waits for it instead of
+     * using the connection at the same time; it returns within its bound, no lost signal fires,
+     * and the lease is released once the lock is gone.
+     */
+    private static void testCloseDuringRenewal(Connection admin) throws Exception {
+        AtomicInteger fired = new AtomicInteger();
+        Lease lease = Lease.builder(source()).resource("cdr").holder("h-cdr").ttl(Duration.ofMillis(3000))
+                .listener((l, why) -> fired.incrementAndGet()).acquire();
+        try (Connection locker = connect(new Properties())) {
+            locker.setAutoCommit(false);
+            exec(locker, "SELECT 1 FROM fencing.lease WHERE resource = 'cdr' FOR UPDATE");
+            Thread.sleep(1300); // the first renewal (1 s, at most 20% earlier) is now blocked
+            ok(one(admin, "SELECT count(*)::text FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    + "AND query LIKE '%fencing_renew%'").equals("1"), "close during renewal: a renewal is blocked");
+            Thread unlock = new Thread(() -> {
+                try {
+                    Thread.sleep(1500);
+                    locker.rollback();
+                } catch (Exception ignored) {
+                    // the test fails on the lease row below
+                }
+            });
+            unlock.start();
+            long t0 = System.nanoTime();
+            lease.close();
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            unlock.join();
+            ok(ms < 4000, "close during renewal: close() returned in " + ms + " ms (ttl + 1 s bound)");
+            is(lease.state(), Lease.State.CLOSED, "close during renewal: state CLOSED");
+            Thread.sleep(500);
+            ok(leaseRow(admin, "cdr").endsWith("false"), "close during renewal: the server's lease is not live: "
+                    + leaseRow(admin, "cdr"));
+            Thread.sleep(500);
+            is(fired.get(), 0, "close during renewal: no lost signal");
+        }
+    }
+
+    /**
+     * A lease that waited for its predecessor gets the whole TTL, counted from after the grant:
+     * not declared lost while the server extends it.
+     */
+    private static void testWaitedAcquire(Connection admin) throws Exception {
+        Lease first = Lease.builder(source()).resource("wa").holder("h-wa1").ttl(Duration.ofSeconds(10)).acquire();
+        Thread releaser = new Thread(() -> {
+            try {
+                Thread.sleep(2000);
+                first.close();
+            } catch (Exception ignored) {
+                // the waiter fails below
+            }
+        });
+        releaser.start();
+        long t0 = System.nanoTime();
+        try (Lease waited = Lease.builder(source()).resource("wa").holder("h-wa2").ttl(Duration.ofMillis(2500))
+                .waitFor(Duration.ofSeconds(10)).acquire()) {
+            long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            releaser.join();
+            ok(ms >= 1900, "waited acquire: waited " + ms + " ms for the release");
+            Thread.sleep(2000);
+            ok(!waited.isLost(), "waited acquire: not lost 2 s after the grant (ttl 2.5 s, waited " + ms + " ms)");
+            Thread.sleep(3000);
+            ok(!waited.isLost() && leaseRow(admin, "wa").endsWith("true"), "waited acquire: renewed past 2 TTLs");
+        }
     }
 
     private static void signal(String sig, long pid) throws Exception {

@@ -1,9 +1,9 @@
-package fencing.jdbc.test;
+package io.github.pgfencing.jdbc.test;
 
-import fencing.jdbc.ConnectionSource;
-import fencing.jdbc.Lease;
-import fencing.jdbc.LeaseLostException;
-import fencing.jdbc.StaleTokenException;
+import io.github.pgfencing.jdbc.ConnectionSource;
+import io.github.pgfencing.jdbc.Lease;
+import io.github.pgfencing.jdbc.LeaseLostException;
+import io.github.pgfencing.jdbc.StaleTokenException;
 import java.sql.Connection;
 import java.sql.Statement;
 import java.time.Duration;

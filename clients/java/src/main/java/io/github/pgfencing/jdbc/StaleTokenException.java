@@ -1,4 +1,4 @@
-package fencing.jdbc;
+package io.github.pgfencing.jdbc;
 
 import java.sql.SQLException;
 

@@ -1,6 +1,7 @@
-package fencing.jdbc;
+package io.github.pgfencing.jdbc;
 
 import java.lang.management.ManagementFactory;
+import java.net.InetAddress;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -29,14 +30,23 @@ import java.util.concurrent.TimeUnit;
  * The lease holds one connection of its own (from the ConnectionSource) for acquire, renew and
  * release. Renewals run every renewInterval (default ttl/3), shortened by up to jitter so that
  * holders do not renew in step. The lost signal (listener, lost() future, isLost()) fires when a
- * renewal is refused (expired, or a newer holder), and also when renewals keep failing until
- * safetyMargin before the TTL would run out, counted from before the last successful
- * acquire or renewal was sent: so it fires before the server lets another holder in. A
+ * renewal is refused (reason REFUSED), and when no renewal was confirmed within ttl - margin
+ * counted from the send time of the call that last set the expiry (reason EXPIRED): so it
+ * fires before the server lets another holder in, and never for a lease the server extended
+ * in time (after a waited acquire the lease renews at once and counts from that renewal). A
  * process paused past its TTL (GC, SIGSTOP) cannot signal during the pause; isLost() is true
  * from the moment it resumes, and the server refuses its late writes (StaleTokenException).
+ * After release() or close() the lease is CLOSED: nothing starts or commits under it
+ * (LeaseClosedException), and lost() completes exceptionally with LeaseClosedException unless
+ * the lease was lost before.
  */
 public final class Lease implements AutoCloseable {
+    /** What the lease can be used for: only a HELD lease writes. CLOSED wins over LOST. */
+    public enum State { HELD, LOST, CLOSED }
+
     private final Builder options;
+    /** Guards the lease's connection: a renewal and the release never run on it at once. */
+    private final Object connLock = new Object();
     private final ScheduledExecutorService scheduler;
     private final boolean ownScheduler;
     private final CompletableFuture<LeaseLostException> lost = new CompletableFuture<>();
@@ -47,7 +57,7 @@ public final class Lease implements AutoCloseable {
     private volatile LeaseLostException lostReason;
     private ScheduledFuture<?> renewal;
     private ScheduledFuture<?> watchdog;
-    private boolean closed;
+    private volatile boolean closed;
 
     private Lease(Builder options) {
         this.options = options;
@@ -100,8 +110,14 @@ public final class Lease implements AutoCloseable {
         /** Fraction (0 to 0.5) by which each renewal comes earlier, at random. */
         public Builder jitter(double jitter) { this.jitter = jitter; return this; }
 
-        /** How long before the TTL runs out a lease with failing renewals counts as lost. */
-        public Builder safetyMargin(Duration margin) { this.safetyMargin = margin; return this; }
+        /**
+         * How long before the TTL runs out a lease without a confirmed renewal counts as lost;
+         * default max(ttl/5, 50 ms).
+         */
+        public Builder margin(Duration margin) { this.safetyMargin = margin; return this; }
+
+        /** The same as margin(margin). */
+        public Builder safetyMargin(Duration margin) { return margin(margin); }
 
         public Builder listener(LeaseListener listener) { this.listener = listener; return this; }
 
@@ -142,8 +158,11 @@ public final class Lease implements AutoCloseable {
                 throw new IllegalArgumentException("jitter must be between 0 and 0.5");
             if (renewInterval == null)
                 renewInterval = ttl.dividedBy(3);
-            if (safetyMargin == null)
-                safetyMargin = ttl.dividedBy(10);
+            if (safetyMargin == null) {
+                safetyMargin = ttl.dividedBy(5);
+                if (safetyMargin.toMillis() < 50)
+                    safetyMargin = Duration.ofMillis(50);
+            }
             if (renewInterval.plus(safetyMargin).compareTo(ttl) >= 0)
                 throw new IllegalArgumentException("renewInterval + safetyMargin must be below ttl");
         }
@@ -180,32 +199,71 @@ public final class Lease implements AutoCloseable {
 
     public String holder() { return options.holder; }
 
-    /** Completes (with the reason) when the lease is lost; never completes exceptionally. */
+    /**
+     * Completes with the reason when the lease is lost (once; the listener has run by then).
+     * After release() or close() of a lease that was not lost, completes exceptionally with
+     * LeaseClosedException: the lease can no longer be lost, and nobody waits forever.
+     */
     public CompletableFuture<LeaseLostException> lost() { return lost; }
 
-    /** True once lost, and from the safety deadline on even before the watchdog has run. */
+    /**
+     * True once declared lost (and stays true after close); checks the deadline first, so it is
+     * true from the safety deadline on even before the watchdog has run.
+     */
     public boolean isLost() {
-        if (lostReason == null && System.nanoTime() - deadlineNanos >= 0)
-            markLost("renewals did not land before the safety deadline", null);
+        checkDeadline();
         return lostReason != null;
     }
 
-    /** Throws LeaseLostException when the lease is lost. */
-    public void requireLive() throws LeaseLostException {
-        if (isLost())
+    /** True after release() or close(). */
+    public boolean isClosed() { return closed; }
+
+    /** HELD, LOST or CLOSED (closed wins over lost); checks the deadline first. */
+    public State state() {
+        checkDeadline();
+        return closed ? State.CLOSED : lostReason != null ? State.LOST : State.HELD;
+    }
+
+    /** Why the lease was lost, or null. */
+    public LeaseLostException lostReason() {
+        checkDeadline();
+        return lostReason;
+    }
+
+    private void checkDeadline() {
+        if (lostReason == null && !closed && System.nanoTime() - deadlineNanos >= 0)
+            markLost(LeaseLostException.Reason.EXPIRED, "no renewal was confirmed within ttl - margin", null);
+    }
+
+    /** Throws LeaseClosedException after release/close, LeaseLostException when lost. */
+    public void requireLive() throws SQLException {
+        State s = state();
+        if (s == State.CLOSED)
+            throw closedException();
+        if (s == State.LOST)
             throw lostReason;
     }
 
-    /** Fencing.withToken(c, token(), work), refused with LeaseLostException once the lease is lost. */
+    private LeaseClosedException closedException() {
+        return new LeaseClosedException("the lease on " + resources + " (tokens " + Arrays.toString(tokens)
+                + ") was released or closed", resources, tokens);
+    }
+
+    /**
+     * Fencing.withToken(c, token(), work) under this lease: refused before BEGIN and rolled back
+     * before COMMIT when the lease is not held then (LeaseLostException, LeaseClosedException);
+     * a connection with autoCommit off (the caller's transaction) is refused with
+     * TransactionInProgressException.
+     */
     public <T> T transaction(Connection c, SqlWork<T> work) throws SQLException {
         requireLive();
-        return Fencing.withToken(c, token(), work);
+        return Fencing.withToken(c, token(), work, this::requireLive);
     }
 
     /** As transaction(c, work), under the token of one of the lease's resources. */
     public <T> T transaction(Connection c, String resource, SqlWork<T> work) throws SQLException {
         requireLive();
-        return Fencing.withToken(c, token(resource), work);
+        return Fencing.withToken(c, token(resource), work, this::requireLive);
     }
 
     public long fencedUpdate(Connection c, String table, String keyJson, String changesJson) throws SQLException {
@@ -229,31 +287,56 @@ public final class Lease implements AutoCloseable {
     }
 
     /**
-     * Stops renewing and releases the lease. Idempotent. A lost lease is released too: if the
-     * server still has it live (renewals failed), that lets the next holder in; a stale token's
-     * release changes nothing.
+     * Stops renewing (a renewal in flight is waited for, bounded by its own timeout), then sends
+     * fencing_release for the lease's tokens, bounded by max(ttl/3, 1 s). From then on the lease
+     * is CLOSED. A lost lease is released too (if the server still has it live, the next holder
+     * gets in sooner; it cannot end a successor's lease) and stays lost; no lost signal fires.
+     * Returns whether the server ended a live lease; false for a second call, a lost lease
+     * whose successor holds it, or a connection error (the server ends the lease at its TTL).
+     * Never throws.
      */
-    @Override
-    public void close() throws SQLException {
+    public boolean release() {
         synchronized (this) {
             if (closed)
-                return;
+                return false;
             closed = true;
             cancelTimers();
         }
+        lost.completeExceptionally(closedException());
+        // A renewal in flight holds connLock: it is waited for (bounded by its own query
+        // timeout, the safe time left), never run beside the release on the same connection.
+        synchronized (connLock) {
+            try {
+                return releaseStatement();
+            } catch (SQLException e) {
+                dropConnection();
+                return false;
+            }
+        }
+    }
+
+    /** release() when not yet released, then closes the lease's connection. Idempotent. */
+    @Override
+    public void close() {
         try {
             release();
         } finally {
-            shutdown();
+            synchronized (connLock) {
+                shutdown();
+            }
         }
     }
 
     // ------------------------------------------------------------------ internals
 
     private boolean start() throws SQLException {
-        long sent = System.nanoTime();
+        long sent;
         long[] issued;
         try {
+            // The base is the send time of the acquire itself: measured once the connection
+            // (and the extension's schema) is there, not before connecting.
+            Fencing.extensionSchema(conn());
+            sent = System.nanoTime();
             issued = resources.size() == 1 ? acquireOne() : Fencing.acquireAll(conn(), resources, options.holder,
                     options.ttl, options.wait, options.namespace);
         } catch (SQLException e) {
@@ -263,22 +346,29 @@ public final class Lease implements AutoCloseable {
         if (issued == null)
             return false;
         tokens = issued;
-        if (options.wait != null) {
-            // The server granted the lease somewhere within the wait, so the send time is no
-            // bound on its expiry: renew at once and count from that request instead.
-            sent = System.nanoTime();
+        if (options.wait != null || System.nanoTime() - sent > options.safetyMargin.toNanos() / 2) {
+            // The server granted the lease at some moment after the send, unknown when, and
+            // counts its TTL from then: renew at once and count from that renewal's send time.
+            // A renewal that fails on an error leaves the base at the acquire's send time
+            // (early, never late) and the background renewal goes on.
+            long renewSent = System.nanoTime();
+            boolean renewed;
             try {
-                if (!renewStatement(options.ttl.toMillis()))
-                    return false;
+                Fencing.extensionSchema(conn());
+                renewSent = System.nanoTime();
+                renewed = renewStatement(options.ttl.toMillis());
             } catch (SQLException e) {
-                try {
-                    release();
-                } catch (SQLException r) {
-                    e.addSuppressed(r);
-                }
                 dropConnection();
-                throw Fencing.translate(e);
+                renewed = true;
+                renewSent = sent;
             }
+            if (!renewed) {
+                releaseQuietly();
+                dropConnection();
+                throw new LeaseLostException("lease on " + resources + " lost: the renewal right after the grant "
+                        + "was refused", resources, tokens, LeaseLostException.Reason.REFUSED, null);
+            }
+            sent = renewSent;
         }
         synchronized (this) {
             extendDeadline(sent);
@@ -296,6 +386,9 @@ public final class Lease implements AutoCloseable {
             ps.setString(3, Fencing.interval(options.ttl));
             ps.setString(4, options.wait == null ? null : Fencing.interval(options.wait));
             ps.setString(5, options.namespace);
+            // Bounded by wait + 5 s: a cancelled acquire holds nothing (the transaction rolls back).
+            ps.setQueryTimeout((int) Math.min(Integer.MAX_VALUE,
+                    (options.wait == null ? 0 : options.wait.toSeconds()) + 5));
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 long v = rs.getLong(1);
@@ -308,6 +401,10 @@ public final class Lease implements AutoCloseable {
         if (connection == null || connection.isClosed()) {
             connection = options.source.open();
             connection.setAutoCommit(true);
+            // No named server-side prepared statements on the lease's connection: safe behind a
+            // transaction-mode pooler that does not track them (PgBouncer before 1.21).
+            if (connection.isWrapperFor(org.postgresql.PGConnection.class))
+                connection.unwrap(org.postgresql.PGConnection.class).setPrepareThreshold(0);
         }
         return connection;
     }
@@ -329,10 +426,7 @@ public final class Lease implements AutoCloseable {
         if (watchdog != null)
             watchdog.cancel(false);
         long delay = deadlineNanos - System.nanoTime();
-        watchdog = scheduler.schedule(() -> {
-            if (System.nanoTime() - deadlineNanos >= 0)
-                markLost("renewals did not land before the safety deadline", null);
-        }, Math.max(0, delay), TimeUnit.NANOSECONDS);
+        watchdog = scheduler.schedule(this::checkDeadline, Math.max(0, delay), TimeUnit.NANOSECONDS);
     }
 
     private void scheduleRenewal(Duration after) {
@@ -346,36 +440,57 @@ public final class Lease implements AutoCloseable {
     private void renewOnce() {
         if (closed || lostReason != null)
             return;
-        long sent = System.nanoTime();
+        long sent;
+        boolean renewed;
         try {
-            long left = TimeUnit.NANOSECONDS.toMillis(deadlineNanos - sent);
-            if (!renewStatement(left)) {
-                markLost("the server refused the renewal: the lease expired or a newer holder took it", null);
-                return;
-            }
-            boolean late;
-            synchronized (this) {
-                if (closed || lostReason != null)
+            synchronized (connLock) {
+                if (closed)
                     return;
-                // Landed after the deadline, which already counts as lost.
-                late = System.nanoTime() - deadlineNanos >= 0;
-                if (!late) {
-                    extendDeadline(sent);
-                    scheduleRenewal(options.renewInterval);
-                }
+                // Connect first (after an error the connection is new): the base is the send
+                // time of the renewal itself.
+                Fencing.extensionSchema(conn());
+                sent = System.nanoTime();
+                // Bounded by the safe time left: cancelled at the deadline (a confirmation after
+                // it counts as lost below anyway, and a renewal that lands on the server after
+                // the lease was declared lost would keep the next holder out).
+                renewed = renewStatement(TimeUnit.NANOSECONDS.toMillis(deadlineNanos - sent));
             }
-            if (late)
-                markLost("renewals did not land before the safety deadline", null);
         } catch (SQLException e) {
-            dropConnection();
+            synchronized (connLock) {
+                dropConnection();
+            }
+            if (closed)
+                return;
             if (options.listener != null)
                 options.listener.renewalFailed(this, e);
             synchronized (this) {
-                scheduleRenewal(options.renewInterval.dividedBy(4));
+                scheduleRenewal(options.renewInterval.dividedBy(8));
             }
+            return;
         } catch (RuntimeException e) {
-            markLost("the renewal failed: " + e, e);
+            synchronized (this) {
+                scheduleRenewal(options.renewInterval.dividedBy(8));
+            }
+            return;
         }
+        if (!renewed) {
+            markLost(LeaseLostException.Reason.REFUSED,
+                    "the server refused the renewal: the lease expired or a newer holder took it", null);
+            return;
+        }
+        boolean late;
+        synchronized (this) {
+            if (closed || lostReason != null)
+                return;
+            // Landed after the deadline, which already counts as lost.
+            late = System.nanoTime() - deadlineNanos >= 0;
+            if (!late) {
+                extendDeadline(sent);
+                scheduleRenewal(options.renewInterval);
+            }
+        }
+        if (late)
+            markLost(LeaseLostException.Reason.EXPIRED, "no renewal was confirmed within ttl - margin", null);
     }
 
     /**
@@ -390,25 +505,47 @@ public final class Lease implements AutoCloseable {
             ps.setString(1, Fencing.interval(options.ttl));
             ps.setString(2, options.namespace);
             bindResources(c, ps, 3);
-            // A renewal that cannot land before the deadline is useless: bound it.
-            ps.setQueryTimeout((int) Math.max(1, timeoutMs / 1000));
+            // A renewal that cannot land before the deadline is useless: cancel it then
+            // (JDBC's own query timeout counts whole seconds only).
+            ScheduledFuture<?> cancel = scheduler.schedule(() -> {
+                try {
+                    ps.cancel();
+                } catch (SQLException ignored) {
+                    // the statement finished meanwhile
+                }
+            }, Math.max(1, timeoutMs), TimeUnit.MILLISECONDS);
             try (ResultSet rs = ps.executeQuery()) {
                 rs.next();
                 return rs.getBoolean(1);
+            } finally {
+                cancel.cancel(false);
             }
         }
     }
 
-    private void release() throws SQLException {
+    /** fencing_release() of every token: whether the server ended a live lease. */
+    private boolean releaseStatement() throws SQLException {
         if (tokens == null)
-            return;
+            return false;
         Connection c = conn();
         try (PreparedStatement ps = c.prepareStatement(Fencing.qualify(c,
                 "SELECT pg_catalog.count(*) FROM ROWS FROM (pg_catalog.unnest(?::pg_catalog.text[]), pg_catalog.unnest(?::pg_catalog.int8[])) AS x(r, t) "
                         + "WHERE @fencing_release(x.r, x.t, ?)"))) {
             bindResources(c, ps, 1);
             ps.setString(3, options.namespace);
-            ps.execute();
+            ps.setQueryTimeout((int) Math.max(1, options.ttl.dividedBy(3).toSeconds()));
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
+        }
+    }
+
+    private void releaseQuietly() {
+        try {
+            releaseStatement();
+        } catch (SQLException ignored) {
+            // the server ends the lease at its TTL
         }
     }
 
@@ -417,16 +554,15 @@ public final class Lease implements AutoCloseable {
         ps.setArray(at + 1, c.createArrayOf("int8", Arrays.stream(tokens).boxed().toArray()));
     }
 
-    /** Records the loss once; the listener runs before lost() completes, so awaiting it sees both. */
-    private void markLost(String why, Throwable cause) {
+    /** Records the loss once, unless closed first; the listener runs before lost() completes. */
+    private void markLost(LeaseLostException.Reason kind, String why, Throwable cause) {
         LeaseLostException reason;
         synchronized (this) {
-            if (lostReason != null)
+            if (lostReason != null || closed)
                 return;
             String what = resources.size() == 1 ? "'" + resources.get(0) + "' (token " + tokens[0] + ")"
                     : resources + " (tokens " + Arrays.toString(tokens) + ")";
-            reason = new LeaseLostException("lease on " + what + " lost: " + why, String.join(", ", resources),
-                    tokens[0], cause);
+            reason = new LeaseLostException("lease on " + what + " lost: " + why, resources, tokens, kind, cause);
             lostReason = reason;
             cancelTimers();
         }
@@ -460,7 +596,15 @@ public final class Lease implements AutoCloseable {
         });
     }
 
+    /** host:pid:random, as the other libraries. */
     private static String defaultHolder() {
-        return ManagementFactory.getRuntimeMXBean().getName() + "/" + UUID.randomUUID();
+        String host;
+        try {
+            host = InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            host = "localhost";
+        }
+        return host + ":" + ManagementFactory.getRuntimeMXBean().getPid() + ":"
+                + UUID.randomUUID().toString().substring(0, 12);
     }
 }

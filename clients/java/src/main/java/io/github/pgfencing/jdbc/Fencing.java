@@ -1,4 +1,4 @@
-package fencing.jdbc;
+package io.github.pgfencing.jdbc;
 
 import java.sql.Array;
 import java.sql.Connection;
@@ -10,8 +10,6 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.postgresql.PGResultSetMetaData;
-import org.postgresql.core.BaseConnection;
-import org.postgresql.core.TransactionState;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
@@ -58,51 +56,95 @@ public final class Fencing {
                 Long.parseLong(d.group(2)), Long.parseLong(d.group(4)), d.group(3).equals("not above"), e);
     }
 
+    /** A check run before COMMIT: throws to roll back instead. */
+    @FunctionalInterface
+    public interface Check {
+        void run() throws SQLException;
+    }
+
     /**
      * Runs work in one transaction that carries token (set_config('fencing.token', token, true),
-     * i.e. SET LOCAL), and commits it. With autoCommit on, the connection is switched off for
-     * the work and back on afterwards, so no write of the work can run outside the token's
-     * transaction and the token cannot outlive it. With autoCommit already off, the work joins
-     * the caller's open transaction, which the caller commits (the token lasts until then).
-     * Any error rolls the transaction back (when this call owns it) and is rethrown translated.
-     * A statement of the work that failed while the work went on (its SQLException caught) has
-     * aborted the transaction, whose commit pgjdbc would report as a success while the server
-     * rolls it back: SQLState 25P02 instead, rolled back.
+     * i.e. SET LOCAL), and commits it. The connection must be in autoCommit mode: it is switched
+     * off for the work and back on afterwards, so no write of the work can run outside the
+     * token's transaction and the token cannot outlive it. A connection with autoCommit off is
+     * inside the caller's transaction: TransactionInProgressException, nothing sent (the library
+     * never joins, commits or rolls back a transaction it did not begin). Any error rolls the
+     * transaction back and is rethrown translated. A statement of the work that failed while the
+     * work went on (its SQLException caught) has aborted the transaction, whose commit pgjdbc
+     * may report as a success while the server rolls it back: TransactionAbortedException
+     * (25P02) instead, rolled back.
      */
     public static <T> T withToken(Connection c, long token, SqlWork<T> work) throws SQLException {
-        boolean owns = c.getAutoCommit();
-        if (owns)
-            c.setAutoCommit(false);
+        return withToken(c, token, work, null);
+    }
+
+    /** As withToken(c, token, work), with beforeCommit run before COMMIT (throwing: rollback). */
+    public static <T> T withToken(Connection c, long token, SqlWork<T> work, Check beforeCommit) throws SQLException {
+        if (!c.getAutoCommit())
+            throw new TransactionInProgressException("the connection has autoCommit off: it is inside the caller's "
+                    + "transaction, which the fencing token's transaction must not join (commit it first, or use "
+                    + "set_config('fencing.token', token, true) in it yourself)");
+        c.setAutoCommit(false);
         try {
             try (PreparedStatement ps = c.prepareStatement("SELECT pg_catalog.set_config('fencing.token', ?, true)")) {
                 ps.setString(1, Long.toString(token));
                 ps.execute();
             }
             T result = work.run(c);
-            if (owns) {
-                refuseAborted(c);
-                c.commit();
-            }
+            if (beforeCommit != null)
+                beforeCommit.run();
+            refuseAborted(c);
+            c.commit();
             return result;
         } catch (SQLException e) {
-            if (owns)
-                rollbackQuietly(c, e);
+            rollbackQuietly(c, e);
             throw translate(e);
         } catch (RuntimeException e) {
-            if (owns)
-                rollbackQuietly(c, e);
+            rollbackQuietly(c, e);
             throw e;
         } finally {
-            if (owns && !c.isClosed())
+            if (!c.isClosed())
                 c.setAutoCommit(true);
         }
     }
 
     private static void refuseAborted(Connection c) throws SQLException {
-        if (c.isWrapperFor(BaseConnection.class)
-                && c.unwrap(BaseConnection.class).getTransactionState() == TransactionState.FAILED)
-            throw new SQLException("a statement in the transaction failed and its error was caught: the "
-                    + "transaction is aborted and was rolled back, nothing of it committed", "25P02");
+        if (PgjdbcState.aborted(c))
+            throw new TransactionAbortedException("a statement in the transaction failed and its error was caught: "
+                    + "the transaction is aborted and was rolled back, nothing of it committed");
+    }
+
+    /**
+     * Whether the transaction is aborted: from pgjdbc's own transaction state where this pgjdbc
+     * has it (an internal API), else by asking the server (a statement in an aborted transaction
+     * fails with 25P02).
+     */
+    static final class PgjdbcState {
+        private static volatile boolean internalsUsable = true;
+
+        static boolean aborted(Connection c) throws SQLException {
+            if (internalsUsable && !Boolean.getBoolean("io.github.pgfencing.jdbc.probeAborted")) {
+                try {
+                    if (c.isWrapperFor(org.postgresql.core.BaseConnection.class))
+                        return c.unwrap(org.postgresql.core.BaseConnection.class).getTransactionState()
+                                == org.postgresql.core.TransactionState.FAILED;
+                } catch (LinkageError e) {
+                    internalsUsable = false; // a pgjdbc without them: ask the server from now on
+                }
+            }
+            return probeAborted(c);
+        }
+
+        static boolean probeAborted(Connection c) throws SQLException {
+            try (java.sql.Statement st = c.createStatement()) {
+                st.execute("SELECT 1");
+                return false;
+            } catch (SQLException e) {
+                if ("25P02".equals(e.getSQLState()))
+                    return true;
+                throw e;
+            }
+        }
     }
 
     private static void rollbackQuietly(Connection c, Exception cause) {
