@@ -694,10 +694,11 @@ void UnlockWithin(const LOCKTAG *tag, LOCKMODE mode) {
 }
 
 // The resource's HWM lock in exclusive mode, within wait_us (0: only tried),
-// for the raise that issues a new token. While writers admitted at the HWM
-// hold it, those writing with ended_token, the ended lease's (0: none), are
-// ended, then waited for; the look is repeated every kTakeoverSliceUs, for
-// writers admitted meanwhile. False when the wait ran out first.
+// for the raise that issues a new token, with no transaction holding the HWM
+// row locked. While writers admitted at the HWM hold the lock (or the row),
+// those writing with ended_token, the ended lease's (0: none), are ended,
+// then waited for; the look is repeated every kTakeoverSliceUs, for writers
+// admitted meanwhile. False when the wait ran out first.
 constexpr int64 kTakeoverSliceUs = 50000;
 
 bool LockForRaise(const LOCKTAG *tag, const char *name_space, const char *resource,
@@ -706,14 +707,24 @@ bool LockForRaise(const LOCKTAG *tag, const char *name_space, const char *resour
     INSTR_TIME_SET_CURRENT(started);
     List *signalled = NIL;
     int polls = 0;
+    bool held = false;
     for (;;) {
-        if (LockWithin(tag, ExclusiveLock, 0))
+        if (!held)
+            held = LockWithin(tag, ExclusiveLock, 0);
+        bool row_locked = false;
+        int ending =
+            EndWritersOfEndedLease(name_space, resource, ended_token, &signalled, &row_locked);
+        // The raise would also wait for a transaction holding the HWM row
+        // locked: only taken when there is none.
+        if (held && !row_locked)
             return true;
-        int ending = EndWritersOfEndedLease(name_space, resource, ended_token, &signalled);
         int64 left_us = wait_us - MicrosSince(started);
-        if (left_us <= 0)
+        if (left_us <= 0) {
+            if (held)
+                UnlockWithin(tag, ExclusiveLock);
             return false;
-        if (ending > 0 || signalled != NIL) {
+        }
+        if (held || ending > 0 || signalled != NIL) {
             // Ended backends roll back in a few milliseconds (and leave the
             // proc array before they let go of their locks): look again
             // without queueing behind them, every millisecond at first.
@@ -722,7 +733,7 @@ bool LockForRaise(const LOCKTAG *tag, const char *name_space, const char *resour
                             PG_WAIT_EXTENSION);
             ResetLatch(MyLatch);
         } else if (LockWithin(tag, ExclusiveLock, Min(left_us, kTakeoverSliceUs))) {
-            return true;
+            held = true;
         }
         CHECK_FOR_INTERRUPTS();
     }

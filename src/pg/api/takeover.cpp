@@ -4,18 +4,21 @@
 #include "pg/base/errors.hpp"
 #include "pg/hwm/lock.hpp"
 #include "pg/hwm/store.hpp"
+#include "pg/hwm/writers.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/compat.hpp"
 
 extern "C" {
 #include <signal.h>
 
+#include "access/subtrans.h"
 #include "access/twophase.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "port/atomics.h"
 #include "storage/ipc.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "storage/spin.h"
 #include "nodes/pg_list.h"
@@ -140,9 +143,19 @@ void ExplainTakeover(ErrorData *edata) {
         previous_emit_log_hook(edata);
 }
 
+// The backend running vxid, when it still runs it: a prepared transaction's
+// vxid names the backend slot that prepared it, which may be running another
+// transaction since, or none.
+PGPROC *BackendRunning(const VirtualTransactionId &vxid) {
+    PGPROC *proc = ProcOfVirtualTransaction(vxid);
+    if (proc == nullptr || proc->pid == 0 || ProcLocalTransactionId(proc) != vxid.localTransactionId)
+        return nullptr;
+    return proc;
+}
+
 bool MaySignal(PGPROC *proc) {
-    if (proc == nullptr || proc->pid == 0 || proc == MyProc)
-        return false;  // a prepared transaction has no backend
+    if (proc == nullptr || proc == MyProc)
+        return false;
     // As pg_terminate_backend: a superuser's backend only for a superuser.
     return !superuser_arg(proc->roleId) || superuser();
 }
@@ -178,48 +191,75 @@ void ResourceRaiseLockTag(LOCKTAG *tag, const char *name_space, const char *reso
     ResourceHwmLockTag(tag, identity, identity_len);
 }
 
+namespace {
+
+// Ends proc's transaction (see the header); false when it may not be ended.
+// running: whether proc still runs the transaction, looked at again just
+// before the signal (as narrow a window as pg_terminate_backend's between its
+// check and its kill()).
+bool EndOne(PGPROC *proc, bool (*running)(PGPROC *, const void *), const void *which,
+            const char *name_space, const char *resource, Token ended_token, List **signalled) {
+    if (!MaySignal(proc))
+        return false;
+    int pid = proc->pid;
+    if (list_member_int(*signalled, pid))
+        return true;  // still rolling back
+    NoteReason(proc, name_space, resource, ended_token);
+    *signalled = lappend_int(*signalled, pid);
+    if (!running(proc, which) || kill(pid, SIGTERM) != 0)
+        return true;
+    ereport(LOG, (errmsg("fencing: ending backend %d: it writes with token " INT64_FORMAT
+                         " of the ended lease of resource %s (namespace %s)",
+                         pid, ended_token, quote_literal_cstr(resource),
+                         quote_literal_cstr(name_space))));
+    return true;
+}
+
+bool RunsVxid(PGPROC *proc, const void *which) {
+    return BackendRunning(*static_cast<const VirtualTransactionId *>(which)) == proc;
+}
+
+bool RunsXid(PGPROC *proc, const void *which) {
+    return proc->pid != 0 && proc->xid == *static_cast<const TransactionId *>(which);
+}
+
+}  // namespace
+
 int EndWritersOfEndedLease(const char *name_space, const char *resource, Token ended_token,
-                           List **signalled) {
-    // Under REPEATABLE READ the HWM read below would be the transaction's
-    // snapshot's, maybe older than a writer's admission: nothing is ended.
-    if (!takeover_setting || ended_token <= 0 || IsolationUsesXactSnapshot())
-        return 0;
+                           List **signalled, bool *row_locked) {
     LOCKTAG tag;
     ResourceRaiseLockTag(&tag, name_space, resource);
     // The holders first, then the HWM: a holder's token is the HWM it was
     // admitted at, committed before it was admitted (a raise in flight is
     // waited for), and HWMs only rise, so a holder whose token is not
-    // ended_token shows an HWM above it here.
+    // ended_token shows an HWM above it here. A row locker holds the row
+    // version that shows the HWM it was admitted at.
     int count = 0;
     VirtualTransactionId *vxids = GetLockConflicts(&tag, ExclusiveLock, &count);
-    if (count == 0)
-        return 0;
     Token hwm = 0;
-    InternalSession session;
-    BeginInternal(&session);
-    bool found = ReadResourceHwm(name_space, resource, &hwm);
-    EndInternal(&session);
-    if (!found || hwm != ended_token)
+    TransactionId locker = InvalidTransactionId;
+    bool found = ResourceHwmLocker(name_space, resource, &hwm, &locker);
+    *row_locked = TransactionIdIsValid(locker);
+    // Under REPEATABLE READ the lease was read with the transaction's
+    // snapshot, maybe older than a writer's admission: nothing is ended.
+    if (!takeover_setting || ended_token <= 0 || IsolationUsesXactSnapshot() || !found ||
+        hwm != ended_token)
         return 0;
-    int ended = 0;
+    int ending = 0;
     for (int i = 0; i < count; ++i) {
-        PGPROC *proc = ProcOfVirtualTransaction(vxids[i]);
-        if (!MaySignal(proc))
-            continue;
-        int pid = proc->pid;
-        ++ended;
-        if (list_member_int(*signalled, pid))
-            continue;  // still rolling back
-        NoteReason(proc, name_space, resource, ended_token);
-        *signalled = lappend_int(*signalled, pid);
-        if (kill(pid, SIGTERM) == 0) {
-            ereport(LOG, (errmsg("fencing: ending backend %d: it writes with token " INT64_FORMAT
-                                 " of the ended lease of resource %s (namespace %s)",
-                                 pid, ended_token, quote_literal_cstr(resource),
-                                 quote_literal_cstr(name_space))));
-        }
+        if (EndOne(BackendRunning(vxids[i]), RunsVxid, &vxids[i], name_space, resource,
+                   ended_token, signalled))
+            ++ending;
     }
-    return ended;
+    if (TransactionIdIsValid(locker)) {
+        TransactionId top = SubTransGetTopmostTransaction(locker);
+        int pid = BackendXidGetPid(top);
+        PGPROC *proc = pid != 0 ? BackendPidGetProc(pid) : nullptr;
+        if (proc != nullptr &&
+            EndOne(proc, RunsXid, &top, name_space, resource, ended_token, signalled))
+            ++ending;
+    }
+    return ending;
 }
 
 }  // namespace fencing::pg

@@ -38,10 +38,12 @@ void RegisterTakeoverHooks();
 // The resource's HWM lock tag.
 void ResourceRaiseLockTag(LOCKTAG *tag, const char *name_space, const char *resource);
 
-// Ends the backends holding the resource's HWM lock in share mode when the
-// committed HWM is ended_token (see above), each once (*signalled: the pids
-// signalled so far). Returns how many such backends still hold it.
+// Ends the backends writing at the resource's HWM (holding its HWM lock in
+// share mode, or its HWM row locked) when the committed HWM is ended_token
+// (see above), each once (*signalled: the pids signalled so far). Returns how
+// many such backends are still there; *row_locked: whether any transaction,
+// ended or not, holds the HWM row locked (the raise would wait for it).
 int EndWritersOfEndedLease(const char *name_space, const char *resource, Token ended_token,
-                           List **signalled);
+                           List **signalled, bool *row_locked);
 
 }  // namespace fencing::pg
