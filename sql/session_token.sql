@@ -163,6 +163,14 @@ SELECT v, fence FROM st_t;
 \c - :superuser
 REVOKE SET ON PARAMETER fencing.allow_session_token FROM regress_st_role;
 ALTER ROLE regress_st_role RESET fencing.token;
+-- A bad value SET LOCAL before the library is loaded (a placeholder) is this
+-- transaction's token: every write that consults it fails (22P02).
+\c - :superuser
+BEGIN;
+SET LOCAL fencing.token = 'not-a-token';
+UPDATE st_t SET v = 0 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 DROP TABLE st_t, st_open;
 DROP FUNCTION st_write(int);
 DROP ROLE regress_st_role;

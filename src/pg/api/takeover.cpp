@@ -101,6 +101,19 @@ void NoteReason(PGPROC *proc, const char *name_space, const char *resource, Toke
     SpinLockRelease(&shared->mutex);
 }
 
+// Takes back a reason noted for a backend that was not signalled after all.
+void ForgetReason(PGPROC *proc) {
+    if (shared == nullptr)
+        return;
+    int slot = static_cast<int>(proc - ProcGlobal->allProcs);
+    if (slot < 0 || slot >= shared->slots)
+        return;
+    SpinLockAcquire(&shared->mutex);
+    if (shared->reasons[slot].by_pid == MyProcPid)
+        shared->reasons[slot].pid = 0;
+    SpinLockRelease(&shared->mutex);
+}
+
 // The reason this backend was ended, when an acquire ended it.
 bool MyReason(TakeoverReason *out) {
     if (shared == nullptr || MyProc == nullptr)
@@ -130,9 +143,9 @@ void ExplainTakeover(ErrorData *edata) {
                 "over",
                 quote_literal_cstr(r.resource), quote_literal_cstr(r.name_space));
             edata->detail = psprintf(
-                "This transaction wrote with token " INT64_FORMAT
-                " after its lease ended; the acquire in backend %d ended it so that a new token "
-                "could be issued. Its uncommitted writes were rolled back.",
+                "This session's transaction wrote with token " INT64_FORMAT
+                " after its lease ended; the acquire in backend %d ended the session so that a "
+                "new token could be issued. Writes not committed by then were rolled back.",
                 r.token, r.by_pid);
             edata->hint = pstrdup(
                 "Renew the lease before it expires; re-acquire it to get a new token, re-read "
@@ -206,8 +219,10 @@ bool EndOne(PGPROC *proc, bool (*running)(PGPROC *, const void *), const void *w
         return true;  // still rolling back
     NoteReason(proc, name_space, resource, ended_token);
     *signalled = lappend_int(*signalled, pid);
-    if (!running(proc, which) || kill(pid, SIGTERM) != 0)
+    if (!running(proc, which) || kill(pid, SIGTERM) != 0) {
+        ForgetReason(proc);
         return true;
+    }
     ereport(LOG, (errmsg("fencing: ending backend %d: it writes with token " INT64_FORMAT
                          " of the ended lease of resource %s (namespace %s)",
                          pid, ended_token, quote_literal_cstr(resource),
