@@ -85,47 +85,48 @@ void Truncated(char *to, const char *from) {
     strlcpy(to, from, kNameBytes);
 }
 
-void NoteReason(PGPROC *proc, const char *name_space, const char *resource, Token token) {
-    if (shared == nullptr)
-        return;
+// proc's reason slot, nullptr without shared memory.
+TakeoverReason *SlotOf(const PGPROC *proc) {
+    if (shared == nullptr || proc == nullptr)
+        return nullptr;
     int slot = static_cast<int>(proc - ProcGlobal->allProcs);
-    if (slot < 0 || slot >= shared->slots)
+    return slot >= 0 && slot < shared->slots ? &shared->reasons[slot] : nullptr;
+}
+
+void NoteReason(PGPROC *proc, const char *name_space, const char *resource, Token token) {
+    TakeoverReason *r = SlotOf(proc);
+    if (r == nullptr)
         return;
     SpinLockAcquire(&shared->mutex);
-    TakeoverReason &r = shared->reasons[slot];
-    r.pid = proc->pid;
-    r.by_pid = MyProcPid;
-    r.token = token;
-    Truncated(r.name_space, name_space);
-    Truncated(r.resource, resource);
+    r->pid = proc->pid;
+    r->by_pid = MyProcPid;
+    r->token = token;
+    Truncated(r->name_space, name_space);
+    Truncated(r->resource, resource);
     SpinLockRelease(&shared->mutex);
 }
 
 // Takes back a reason noted for a backend that was not signalled after all.
 void ForgetReason(PGPROC *proc) {
-    if (shared == nullptr)
-        return;
-    int slot = static_cast<int>(proc - ProcGlobal->allProcs);
-    if (slot < 0 || slot >= shared->slots)
+    TakeoverReason *r = SlotOf(proc);
+    if (r == nullptr)
         return;
     SpinLockAcquire(&shared->mutex);
-    if (shared->reasons[slot].by_pid == MyProcPid)
-        shared->reasons[slot].pid = 0;
+    if (r->by_pid == MyProcPid)
+        r->pid = 0;
     SpinLockRelease(&shared->mutex);
 }
 
 // The reason this backend was ended, when an acquire ended it.
 bool MyReason(TakeoverReason *out) {
-    if (shared == nullptr || MyProc == nullptr)
-        return false;
-    int slot = static_cast<int>(MyProc - ProcGlobal->allProcs);
-    if (slot < 0 || slot >= shared->slots)
+    TakeoverReason *r = SlotOf(MyProc);
+    if (r == nullptr)
         return false;
     SpinLockAcquire(&shared->mutex);
-    bool mine = shared->reasons[slot].pid == MyProcPid;
+    bool mine = r->pid == MyProcPid;
     if (mine) {
-        *out = shared->reasons[slot];
-        shared->reasons[slot].pid = 0;
+        *out = *r;
+        r->pid = 0;
     }
     SpinLockRelease(&shared->mutex);
     return mine;
