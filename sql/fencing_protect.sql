@@ -2,14 +2,21 @@
 \set VERBOSITY default
 SET client_min_messages = notice;
 
--- A bad fencing.token set before the library is loaded (a placeholder) is not
--- silently dropped: writes that consult it fail.
+-- A bad fencing.token set for the session before the library is loaded (a
+-- placeholder) fences nothing, as any session value: a write that carries
+-- nothing else is refused (TF002); one that carries its own token is judged
+-- by it alone (1.6). (Set by the transaction, it fails every write that
+-- consults it: session_token.)
 SET fencing.token = 'not-a-token';
 -- Declaring a fencing_token column is enough.
 CREATE TABLE inventory (item text PRIMARY KEY, stock int NOT NULL, fence fencing_token);
 SELECT * FROM fencing_protected;
-INSERT INTO inventory VALUES ('SKU-001', 10, 33);
+INSERT INTO inventory VALUES ('SKU-001', 10);
 \echo :LAST_ERROR_SQLSTATE
+BEGIN;
+INSERT INTO inventory VALUES ('SKU-001', 10, 33);
+SELECT item, fence FROM inventory;
+ROLLBACK;
 RESET fencing.token;
 -- A declared table requires a token (above: require_token is on). This file
 -- also writes without one, so the table is opened to unfenced writes.

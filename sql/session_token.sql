@@ -25,15 +25,34 @@ SET LOCAL fencing.token = 11 \; UPDATE st_t SET v = 1 WHERE id = 1;
 SELECT v, fence FROM st_t;
 SHOW fencing.token;
 
--- SET (for the session): refused in later transactions, on every protected
--- table, with or without require_token, whatever the statement writes.
+-- SET (for the session): fences nothing in later transactions. A write that
+-- carries nothing but it is refused (TF002), on every protected table, with
+-- or without require_token.
 SET fencing.token = 12;
 UPDATE st_t SET v = 2 WHERE id = 1;
 \echo :LAST_ERROR_SQLSTATE
 UPDATE st_open SET v = 2 WHERE id = 1;
 \echo :LAST_ERROR_SQLSTATE
-UPDATE st_t SET v = 2, fence = 12 WHERE id = 1;
+DELETE FROM st_t WHERE id = 1;
 \echo :LAST_ERROR_SQLSTATE
+-- A write that carries its own token (in the token column, from fenced_*()
+-- or from its transaction) is judged by that token alone: the session value
+-- (behind a pooler, maybe another client's) neither blocks nor fences it.
+UPDATE st_t SET v = 2, fence = 10 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+UPDATE st_t SET v = 2, fence = 12 WHERE id = 1;
+UPDATE st_t SET v = 2, fence = 11 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fenced_update('st_t', 11, '{"id": 1}', '{"v": 99}');
+INSERT INTO st_t VALUES (2, 0, 12);
+BEGIN;
+SET LOCAL fencing.token = 12;
+UPDATE st_t SET v = 2 WHERE id = 1;
+COMMIT;
+SELECT id, v, fence FROM st_t ORDER BY id;
+DELETE FROM st_t WHERE id = 2;
+\echo :LAST_ERROR_SQLSTATE
+SELECT fenced_delete('st_t', 12, '{"id": 2}');
 -- SET LOCAL in a block still works over it; then the session value is back.
 BEGIN;
 SET LOCAL fencing.token = 13;
@@ -144,6 +163,14 @@ SELECT v, fence FROM st_t;
 \c - :superuser
 REVOKE SET ON PARAMETER fencing.allow_session_token FROM regress_st_role;
 ALTER ROLE regress_st_role RESET fencing.token;
+-- A bad value SET LOCAL before the library is loaded (a placeholder) is this
+-- transaction's token: every write that consults it fails (22P02).
+\c - :superuser
+BEGIN;
+SET LOCAL fencing.token = 'not-a-token';
+UPDATE st_t SET v = 0 WHERE id = 1;
+\echo :LAST_ERROR_SQLSTATE
+ROLLBACK;
 DROP TABLE st_t, st_open;
 DROP FUNCTION st_write(int);
 DROP ROLE regress_st_role;

@@ -12,6 +12,7 @@
 #include "pg/guard/unfenced.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/api/leases.hpp"
+#include "pg/api/takeover.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/worker/retire_worker.hpp"
@@ -44,6 +45,7 @@ void _PG_init(void) {
     fencing::pg::DefineSettings();
     fencing::pg::DefineStatsSettings();
     fencing::pg::DefineRetireWorkerSettings();
+    fencing::pg::DefineTakeoverSettings();
     MarkGUCPrefixReserved("fencing");
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterRaiseRegistryCallbacks();
@@ -52,6 +54,7 @@ void _PG_init(void) {
     fencing::pg::RegisterInternalAccessCallbacks();
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
+    fencing::pg::RegisterTakeoverHooks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);
     if (process_shared_preload_libraries_in_progress)
         fencing::pg::RegisterRetireWorkers();

@@ -268,6 +268,41 @@ def leak_session_mode(bouncer):
     report_log(where, [id_], "no write accepted", extra=accepted_writes("inv_req", [id_]) == 0)
 
 
+def column_token_after_stray(bouncer, mode):
+    """B leaves a session-level SET fencing.token on the server connection and
+    disconnects. X, the next client, carries its own token in the token column
+    (or through fenced_update(), or SET LOCAL): judged by that token alone. Only
+    a write with nothing but B's stray token gets TF002, saying where it came from."""
+    where = f"{bouncer}/{mode}"
+    reset_pool(bouncer, mode)
+    id_ = new_row("inv_req", 40)
+    with pooled(bouncer, mode) as b:
+        pid_b = b.execute("SELECT pg_backend_pid()").fetchone()[0]
+        b.execute("SET fencing.token = 45")
+    with pooled(bouncer, mode) as x:
+        pid_x = x.execute("SELECT pg_backend_pid()").fetchone()[0]
+        stray = x.execute("SHOW fencing.token").fetchone()[0]
+        col = outcome(x, "UPDATE inv_req SET stock = 1, writer = 'B-col', intended = 41, fence = 41 WHERE id = %s",
+                      (id_,))
+        stale = outcome(x, "UPDATE inv_req SET stock = -1, writer = 'A-col', intended = 40, fence = 40 "
+                           "WHERE id = %s", (id_,))
+        fu = x.execute(fenced_update_sql("inv_req"), fu_args(42, id_, "B-fu")).fetchone()[0]
+        tx = write_right(x, mode, "inv_req", id_, "B-tx", 43)
+        bare = error_of(x, upd("inv_req", id_, "C", None, stock=0))
+    same = pid_b == pid_x
+    report(col == "ok" and stale == "TF001" and fu == 1 and tx == "ok" and row("inv_req", id_) == (43, "B-tx"),
+           f"{where}: after B left a session token ({stray!r} on the same backend: {same}), X's token-column write "
+           f"is accepted, a stale one TF001, fenced_update() and SET LOCAL accepted "
+           f"(got {col}, {stale}, {fu}, {tx}, row {row('inv_req', id_)})")
+    got = bare.sqlstate if bare is not None else "accepted"
+    detail = (bare.diag.message_detail or "") if bare is not None else ""
+    report(got == "TF002" and (stray == "" or "earlier transaction" in detail),
+           f"{where}: X's write with no token of its own: TF002"
+           + (", the DETAIL says the token was left by an earlier transaction" if stray else "")
+           + f" (got {got}: {detail[:80]!r})")
+    report_log(where, [id_], "the log holds only writes with their own token, at or above the HWM")
+
+
 def role_setting(bouncer):
     """ALTER ROLE ... IN DATABASE ... SET fencing.token: every server connection
     opened for the role starts with that token (DISCARD ALL puts it back). It must
@@ -457,6 +492,71 @@ def prepared_transactions(bouncer):
     report_log(where, [id_, other_id])
 
 
+def pipeline_outcome(conn, statements):
+    """The statements in one psycopg pipeline: one implicit transaction, ended by
+    the pipeline's one Sync. 'ok' or the SQLSTATE (psycopg 3.1 reports an error
+    raised at the Sync itself, as a commit-time error, without one: 'no sqlstate')."""
+    try:
+        with conn.pipeline():
+            for sql in statements:
+                conn.execute(sql)
+        return "ok"
+    except psycopg.Error as e:
+        return e.sqlstate or "no sqlstate"
+    except IndexError:  # psycopg 3.1's pipeline, on an error at the Sync
+        return "client error"
+    finally:
+        conn.close()
+
+
+def pipelines(where, connect, loaded=True):
+    """SET LOCAL fencing.token and a write in one implicit transaction (a psycopg
+    pipeline, a multi-statement query string) is accepted, with or without the
+    library loaded before it; only a SET LOCAL that ends its own transaction is
+    refused (25P01)."""
+    id_ = new_row("inv_req", 50)
+    marker = f"{where} {'loaded' if loaded else 'not loaded'}"
+    label = f"{where} (library {'loaded' if loaded else 'not loaded'} before)"
+    got = [pipeline_outcome(connect(), ["SET LOCAL fencing.token = 51", upd("inv_req", id_, "B-pipe", 51)])]
+    got.append(pipeline_outcome(connect(), ["SET LOCAL fencing.token = 50", upd("inv_req", id_, "A-pipe", 50, -1)]))
+    with connect() as c:
+        got.append(outcome(c, "SET LOCAL fencing.token = 52; " + upd("inv_req", id_, "B-multi", 52)))
+    report(got == ["ok", "TF001", "ok"] and row("inv_req", id_) == (52, "B-multi"),
+           f"{label}: SET LOCAL then UPDATE in one pipeline: accepted, stale TF001; in one query string: accepted "
+           f"(got {got}, row {row('inv_req', id_)})")
+    with connect() as c:
+        lone = [outcome(c, "SET LOCAL fencing.token = 53"), outcome(c, upd("inv_req", id_, "A-lost", 53, -1))]
+    # A pipeline that ends with the SET LOCAL: refused at its commit, so the
+    # marker written before it in the same implicit transaction is rolled back.
+    last = pipeline_outcome(connect(), [f"INSERT INTO pipe_marks VALUES ('{marker}')", "SET LOCAL fencing.token = 53"])
+    with direct() as d:
+        kept = d.execute("SELECT count(*) FROM pipe_marks WHERE mark = %s", (marker,)).fetchone()[0]
+    # Before the library is loaded PostgreSQL only warns: the lost token still
+    # lets no write through (the next one gets TF002).
+    expect = (["25P01", "TF002"], True) if loaded else (["ok", "TF002"], False)
+    report(lone == expect[0] and (last != "ok" and kept == 0) == expect[1],
+           f"{label}: a SET LOCAL alone in its transaction: {expect[0][0]}, the next write TF002; a pipeline ending "
+           f"with it is {'refused and rolled back' if loaded else 'only warned about'} "
+           f"(got {lone}, {last}, marker rows {kept})")
+    report_log(label, [id_])
+
+
+def pipelines_all():
+    with direct() as d:
+        d.execute("CREATE TABLE IF NOT EXISTS pipe_marks (mark text); GRANT INSERT ON pipe_marks TO app")
+    pipelines("direct", direct, loaded=False)
+
+    def direct_loaded():
+        c = direct()
+        c.execute("LOAD 'fencing'")
+        return c
+    pipelines("direct", direct_loaded)
+    for bouncer in BOUNCERS:
+        for mode in ("tx", "stmt", "sess"):
+            reset_pool(bouncer, mode)
+            pipelines(f"{bouncer}/{mode}", lambda: pooled(bouncer, mode))
+
+
 def asyncpg_clients(bouncer):
     """asyncpg (autocommit, binary protocol) in transaction pooling. With
     statement_cache_size=0 it sends unnamed statements, which PgBouncer 1.18 can
@@ -612,6 +712,8 @@ def main():
             leak(bouncer, mode)
             default_policy(bouncer, mode)
             discard_all(bouncer, mode)
+        for mode in ("tx", "stmt", "sess"):
+            column_token_after_stray(bouncer, mode)
         leak_session_mode(bouncer)
         role_setting(bouncer)
         patterns_transaction(bouncer)
@@ -619,6 +721,7 @@ def main():
         patterns_session(bouncer)
         prepared_transactions(bouncer)
         asyncpg_clients(bouncer)
+    pipelines_all()
     for mode in ("tx", "stmt"):
         stress("bare", mode, STRESS_SECONDS)
     stress("recommended", "tx", STRESS_SECONDS)

@@ -3,6 +3,7 @@
 #include "pg/api/leases.hpp"
 
 #include "pg/api/lease_row.hpp"
+#include "pg/api/takeover.hpp"
 
 #include "pg/base/boundary.hpp"
 #include "pg/hwm/durability.hpp"
@@ -283,6 +284,14 @@ InternalStatement lease_lost = {
     3,
     {TEXTOID, TEXTOID, INT8OID},
     nullptr};
+// Takeover: the last token issued, whether its lease is live, and who holds
+// the row locked (a renew or an acquire in flight), when anyone.
+InternalStatement lease_state = {"SELECT token, " LEASE_LIVE
+                                 ", xmax::pg_catalog.text::pg_catalog.int8"
+                                 " FROM fencing.lease WHERE " LEASE_KEY,
+                                 2,
+                                 {TEXTOID, TEXTOID},
+                                 nullptr};
 // fencing_check: the last token issued and whether its lease is live.
 InternalStatement lease_current = {"SELECT token, " LEASE_LIVE
                                    " FROM fencing.lease WHERE " LEASE_KEY,
@@ -455,24 +464,91 @@ bool LiveTokenFenced(const char *name_space, const char *resource, Token live) {
     return fenced;
 }
 
+bool LockForRaise(const LOCKTAG *tag, const char *name_space, const char *resource,
+                  Token ended_token, int64 wait_us);
+bool LockWithin(const LOCKTAG *tag, LOCKMODE mode, int64 wait_us);
+void UnlockWithin(const LOCKTAG *tag, LOCKMODE mode);
+
+// Whether the resource's lease has ended (expired or released, or there is
+// none yet), its row not being written: then the acquire will raise the HWM,
+// and *ended_token is the ended lease's token (0: none, or its row is being
+// written: a renew or an acquire in flight, whose writers are not ended).
+bool LeaseEnded(const char *name_space, const char *resource, Token *ended_token) {
+    Datum values[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
+    InternalSession session;
+    BeginInternal(&session);
+    bool ended = true;
+    *ended_token = 0;
+    if (RunInternalStatement(&lease_state, values, nullptr) > 0) {
+        bool isnull;
+        HeapTuple tup = SPI_tuptable->vals[0];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        Token token = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+        ended = !DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+        auto locker = static_cast<TransactionId>(DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull)));
+        bool written = TransactionIdIsValid(locker) && TransactionIdIsInProgress(locker);
+        if (ended && !written)
+            *ended_token = token;
+    }
+    EndInternal(&session);
+    return ended;
+}
+
+Token RaiseWithin(const char *name_space, const char *resource, Token last, int64 wait_us) {
+    // A row lock the raise may still meet (a raise of another token in
+    // flight) is waited for within the wait too (55P03 then).
+    int saved = LockTimeout;
+    LockTimeout = LockTimeoutFor(wait_us);
+    Token token = 0;
+    PG_TRY();
+    { token = RaiseAboveHwm(name_space, resource, last); }
+    PG_FINALLY();
+    { LockTimeout = saved; }
+    PG_END_TRY();
+    return token;
+}
+
 // One attempt, in the caller's transaction: no subtransaction, so acquiring
 // many leases in one transaction costs the same per lease. A refused attempt
 // leaves no row locked (lease_claim locks only a row it grants).
+//
+// The raise waits for the writers admitted at the current HWM. So when the
+// lease has ended, the HWM lock is taken first, within the wait, the writers
+// of the ended lease ended (pg/api/takeover.hpp); when it cannot be had in
+// time the attempt is kBusy, nothing claimed. (A re-acquire of a live lease
+// whose token was fenced raises too: it takes the lock after the claim, and
+// when it cannot, its row stays locked until the caller's transaction ends.)
 AttemptResult TryAcquire(const char *name_space, const char *resource, const char *holder,
                          const Interval *ttl, int64 wait_us) {
+    LOCKTAG raise_tag;
+    ResourceRaiseLockTag(&raise_tag, name_space, resource);
+    Token ended_token = 0;
+    bool locked = false;
+    if (LeaseEnded(name_space, resource, &ended_token)) {
+        if (!LockForRaise(&raise_tag, name_space, resource, ended_token, wait_us))
+            return {Attempt::kBusy, 0, 0, InvalidTransactionId};
+        locked = true;
+    }
     Token last = 0;
     bool mine = false;
     AttemptResult refused;
-    if (!ClaimLeaseRow(name_space, resource, holder, ttl, wait_us, &last, &mine, &refused))
+    bool claimed = ClaimLeaseRow(name_space, resource, holder, ttl, wait_us, &last, &mine, &refused);
+    bool reacquired = claimed && mine && !LiveTokenFenced(name_space, resource, last);
+    if (locked && (!claimed || reacquired))
+        UnlockWithin(&raise_tag, ExclusiveLock);
+    if (!claimed)
         return refused;
-    if (mine && !LiveTokenFenced(name_space, resource, last)) {
+    if (reacquired) {
         // The holder's own live lease: the same token, no raise, no new
         // issue to make durable (as a renew).
         WriteLease(name_space, resource, holder, last, ttl, true);
         NoteLeaseExtended();
         return {Attempt::kReacquired, last, 0, InvalidTransactionId};
     }
-    Token token = RaiseAboveHwm(name_space, resource, last);
+    if (!locked && !LockForRaise(&raise_tag, name_space, resource, 0, wait_us))
+        return {Attempt::kBusy, 0, 0, InvalidTransactionId};
+    Token token = RaiseWithin(name_space, resource, last, wait_us);
+    UnlockWithin(&raise_tag, ExclusiveLock);
     WriteLease(name_space, resource, holder, token, ttl, false);
     // Issuing a token must survive any crash or failover, whatever
     // synchronous_commit says (the HWM raise already asked for it too).
@@ -615,6 +691,52 @@ void UnlockWithin(const LOCKTAG *tag, LOCKMODE mode) {
     CurrentResourceOwner = CurTransactionResourceOwner;
     LockRelease(tag, mode, false);
     CurrentResourceOwner = owner;
+}
+
+// The resource's HWM lock in exclusive mode, within wait_us (0: only tried),
+// for the raise that issues a new token, with no transaction holding the HWM
+// row locked. While writers admitted at the HWM hold the lock (or the row),
+// those writing with ended_token, the ended lease's (0: none), are ended,
+// then waited for; the look is repeated every kTakeoverSliceUs, for writers
+// admitted meanwhile. False when the wait ran out first.
+constexpr int64 kTakeoverSliceUs = 50000;
+
+bool LockForRaise(const LOCKTAG *tag, const char *name_space, const char *resource,
+                  Token ended_token, int64 wait_us) {
+    instr_time started;
+    INSTR_TIME_SET_CURRENT(started);
+    List *signalled = NIL;
+    int polls = 0;
+    bool held = false;
+    for (;;) {
+        if (!held)
+            held = LockWithin(tag, ExclusiveLock, 0);
+        bool row_locked = false;
+        int ending =
+            EndWritersOfEndedLease(name_space, resource, ended_token, &signalled, &row_locked);
+        // The raise would also wait for a transaction holding the HWM row
+        // locked: only taken when there is none.
+        if (held && !row_locked)
+            return true;
+        int64 left_us = wait_us - MicrosSince(started);
+        if (left_us <= 0) {
+            if (held)
+                UnlockWithin(tag, ExclusiveLock);
+            return false;
+        }
+        if (held || ending > 0 || signalled != NIL) {
+            // Ended backends roll back in a few milliseconds (and leave the
+            // proc array before they let go of their locks): look again
+            // without queueing behind them, every millisecond at first.
+            long sleep_ms = ++polls > 50 ? 10 : 1;
+            (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, sleep_ms,
+                            PG_WAIT_EXTENSION);
+            ResetLatch(MyLatch);
+        } else if (LockWithin(tag, ExclusiveLock, Min(left_us, kTakeoverSliceUs))) {
+            held = true;
+        }
+        CHECK_FOR_INTERRUPTS();
+    }
 }
 
 // Takes the resource's wait queue lock (ExclusiveLock on its tag), queueing

@@ -141,6 +141,15 @@ inline LocalTransactionId CurrentLocalTransactionId() {
 #endif
 }
 
+// The local transaction id a process is running (17 moved it into proc->vxid).
+inline LocalTransactionId ProcLocalTransactionId(const PGPROC *proc) {
+#if PG_VERSION_NUM >= 170000
+    return proc->vxid.lxid;
+#else
+    return proc->lxid;
+#endif
+}
+
 // The process running a virtual transaction, or nullptr (17 replaced
 // backend ids with proc numbers).
 inline PGPROC *ProcOfVirtualTransaction(const VirtualTransactionId &vxid) {

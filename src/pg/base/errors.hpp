@@ -9,6 +9,9 @@
 #define ERRCODE_FENCING_STALE_TOKEN MAKE_SQLSTATE('T', 'F', '0', '0', '1')
 // A table protected with require_token was written without a token.
 #define ERRCODE_FENCING_TOKEN_REQUIRED MAKE_SQLSTATE('T', 'F', '0', '0', '2')
+// A backend was ended by fencing_acquire: it wrote with the token of a lease
+// that had ended (pg/api/takeover.hpp).
+#define ERRCODE_FENCING_LEASE_TAKEN_OVER MAKE_SQLSTATE('T', 'F', '0', '0', '3')
 
 #define FENCING_STALE_HINT \
     "The lock was lost: re-acquire it to get a new token, re-read the data, then write."

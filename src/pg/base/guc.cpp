@@ -1,6 +1,6 @@
 // GUCs: fencing.token (transparent mode), fencing.allow_session_token and
-// fencing.auto_protect; the utility hook that refuses a SET LOCAL of
-// fencing.token that PostgreSQL would ignore.
+// fencing.auto_protect; the hooks that refuse a SET LOCAL of fencing.token
+// that ends its own implicit transaction (the token would be lost).
 #include <cstdlib>
 
 #include "pg/base/guc.hpp"
@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "access/xact.h"
+#include "executor/executor.h"
 #include "nodes/parsenodes.h"
 #include "tcop/utility.h"
 #include "utils/guc.h"
@@ -96,46 +97,81 @@ bool SetInThisTransaction() {
            token_record->source == PGC_S_SESSION;
 }
 
-[[noreturn]] void RefuseSessionToken() {
-    ereport(ERROR,
-            (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
-             errmsg("fencing.token is set for the session, not for this transaction"),
-             errdetail("fencing.token was set by SET, ALTER ROLE or DATABASE ... SET, "
-                       "postgresql.conf or a connection option, and stays on the connection "
-                       "after the transaction that set it; behind a connection pooler it would "
-                       "fence another client's writes."),
-             errhint("Use SET LOCAL fencing.token inside BEGIN ... COMMIT, "
-                     "set_config('fencing.token', ..., true), or fenced_update().")));
-    pg_unreachable();
+// SET LOCAL outside a transaction block is only a WARNING in PostgreSQL; the
+// value holds until the implicit transaction it runs in ends. In a single
+// statement's transaction that is the end of the SET LOCAL itself: the token
+// is lost, and the next statement would write without it. In a pipeline or
+// a batch (the extended protocol's messages up to a Sync) or a multi-statement
+// query string, later statements of the same implicit transaction carry it,
+// as they do on a connection where the library is not loaded yet.
+//
+// So the SET LOCAL is accepted, and the implicit transaction is refused at
+// its commit (25P01) when that SET LOCAL was its last statement: only then
+// was the token lost. Which statement comes last is known only at the end
+// (the server cannot see whether a Sync follows the Execute).
+//
+// lost_set_local_lxid: the transaction whose last statement so far is such a
+// SET LOCAL (InvalidLocalTransactionId: none). Every later top-level
+// statement but a COMMIT clears it.
+LocalTransactionId lost_set_local_lxid = InvalidLocalTransactionId;
+ExecutorStart_hook_type previous_executor_start_hook = nullptr;
+
+bool IsSetLocalOfToken(Node *stmt) {
+    if (!IsA(stmt, VariableSetStmt))
+        return false;
+    auto *set = reinterpret_cast<VariableSetStmt *>(stmt);
+    return set->is_local && set->name != nullptr && pg_strcasecmp(set->name, "fencing.token") == 0;
 }
 
-// SET LOCAL outside a transaction block is only a WARNING in PostgreSQL and
-// sets nothing: the token would be lost and the next statement's write would
-// carry none. The same condition as PostgreSQL's (WarnNoTransactionBlock) is
-// an error for fencing.token. A multi-statement query string runs in an
-// implicit transaction block, where SET LOCAL holds until its end.
-void RefuseLostSetLocal(PlannedStmt *pstmt, const char *query, bool read_only_tree,
-                        ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *env,
-                        DestReceiver *dest, QueryCompletion *qc) {
+bool IsCommit(Node *stmt) {
+    if (!IsA(stmt, TransactionStmt))
+        return false;
+    TransactionStmtKind kind = reinterpret_cast<TransactionStmt *>(stmt)->kind;
+    return kind == TRANS_STMT_COMMIT || kind == TRANS_STMT_COMMIT_PREPARED;
+}
+
+void NoteSetLocalOutsideBlock(PlannedStmt *pstmt, const char *query, bool read_only_tree,
+                              ProcessUtilityContext context, ParamListInfo params,
+                              QueryEnvironment *env, DestReceiver *dest, QueryCompletion *qc) {
     Node *stmt = pstmt->utilityStmt;
-    if (context == PROCESS_UTILITY_TOPLEVEL && IsA(stmt, VariableSetStmt)) {
-        auto *set = reinterpret_cast<VariableSetStmt *>(stmt);
-        if (set->is_local && set->name != nullptr &&
-            pg_strcasecmp(set->name, "fencing.token") == 0 && !IsTransactionBlock() &&
-            !IsSubTransaction())
-            ereport(ERROR,
-                    (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
-                     errmsg("SET LOCAL fencing.token outside a transaction block would be lost"),
-                     errdetail("Outside a transaction block the SET LOCAL ends with its own "
-                               "statement, and the next statement would write without the "
-                               "token."),
-                     errhint("Run BEGIN first, or send the SET LOCAL and the write in one query "
-                             "string.")));
-    }
+    bool toplevel = context == PROCESS_UTILITY_TOPLEVEL;
+    bool outside_block = toplevel && IsSetLocalOfToken(stmt) && !IsTransactionBlock() &&
+                         !IsSubTransaction();
+    if (toplevel && !IsCommit(stmt))
+        lost_set_local_lxid = InvalidLocalTransactionId;
     if (previous_utility_hook != nullptr)
         previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
     else
         standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
+    if (outside_block)
+        lost_set_local_lxid = CurrentLocalTransactionId();
+}
+
+// A plannable statement after the SET LOCAL (nested ones run only inside a
+// later top-level statement).
+void ClearLostSetLocal(QueryDesc *query, int eflags) {
+    lost_set_local_lxid = InvalidLocalTransactionId;
+    if (previous_executor_start_hook != nullptr)
+        previous_executor_start_hook(query, eflags);
+    else
+        standard_ExecutorStart(query, eflags);
+}
+
+void RefuseLostSetLocalAtCommit(XactEvent event, void *) {
+    if (!LocalTransactionIdIsValid(lost_set_local_lxid))
+        return;
+    bool lost = event == XACT_EVENT_PRE_COMMIT && lost_set_local_lxid == CurrentLocalTransactionId();
+    if (event != XACT_EVENT_PRE_COMMIT || lost)
+        lost_set_local_lxid = InvalidLocalTransactionId;
+    if (lost)
+        ereport(ERROR,
+                (errcode(ERRCODE_NO_ACTIVE_SQL_TRANSACTION),
+                 errmsg("SET LOCAL fencing.token outside a transaction block would be lost"),
+                 errdetail("The SET LOCAL was the last statement of its implicit transaction, "
+                           "so the token ended with it, and the next statement would write "
+                           "without it."),
+                 errhint("Run BEGIN first, or send the SET LOCAL and the write in one query "
+                         "string or one pipeline (before the same Sync).")));
 }
 
 }  // namespace
@@ -164,24 +200,69 @@ void DefineSettings() {
         nullptr, &auto_protect_setting, true, PGC_USERSET, 0, nullptr, nullptr, nullptr);
     defining = false;
     previous_utility_hook = ProcessUtility_hook;
-    ProcessUtility_hook = RefuseLostSetLocal;
+    ProcessUtility_hook = NoteSetLocalOutsideBlock;
+    previous_executor_start_hook = ExecutorStart_hook;
+    ExecutorStart_hook = ClearLostSetLocal;
+    RegisterXactCallback(RefuseLostSetLocalAtCommit, nullptr);
 }
 
 int RetireBatchSize() {
     return retire_batch_size_setting;
 }
 
-bool TokenSetting(Token *out) {
+CarriedSetting TokenSetting(Token *out) {
+    *out = session_token_value;
+    if (!session_token_set)
+        return CarriedSetting::kNone;
+    // A session value fences nothing (unless allowed): it may be another
+    // client's, left on a pooled connection. Only a write that offers no
+    // token of its own is refused for it (RefuseStraySessionToken).
+    if (!allow_session_token_setting && !SetInThisTransaction())
+        return CarriedSetting::kStraySession;
     if (!session_token_valid)
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
                  errmsg("invalid value for parameter \"fencing.token\": \"%s\"", token_setting),
                  errdetail("It was set before the fencing library was loaded."),
                  errhint("SET LOCAL fencing.token to a valid token, or RESET it.")));
-    if (session_token_set && !allow_session_token_setting && !SetInThisTransaction())
-        RefuseSessionToken();
-    *out = session_token_value;
-    return session_token_set;
+    return CarriedSetting::kTransaction;
+}
+
+namespace {
+
+// Where a session value of fencing.token came from, for the error.
+const char *SessionTokenOrigin() {
+    switch (token_record != nullptr ? token_record->source : PGC_S_SESSION) {
+        case PGC_S_SESSION:
+            return "by SET or set_config(..., false) in an earlier transaction on this connection "
+                   "(behind a connection pooler, possibly by another client)";
+        case PGC_S_GLOBAL:
+        case PGC_S_DATABASE:
+        case PGC_S_USER:
+        case PGC_S_DATABASE_USER:
+            return "by ALTER ROLE or ALTER DATABASE ... SET";
+        case PGC_S_CLIENT:
+            return "by a connection option (options=-c or PGOPTIONS)";
+        default:
+            return "in the server's configuration (postgresql.conf or the command line)";
+    }
+}
+
+}  // namespace
+
+void RefuseStraySessionToken() {
+    ereport(ERROR,
+            (errcode(ERRCODE_FENCING_TOKEN_REQUIRED),
+             errmsg("fencing.token is set for the session, not for this transaction"),
+             errdetail("fencing.token was set %s. It stays on the connection after the "
+                       "transaction that set it, so it fences no write; this write carries no "
+                       "token of its own (none in the token column, no fenced_*() call, no SET "
+                       "LOCAL).",
+                       SessionTokenOrigin()),
+             errhint("Use SET LOCAL fencing.token inside BEGIN ... COMMIT, "
+                     "set_config('fencing.token', ..., true), fenced_update(), or write the token "
+                     "column; RESET fencing.token clears the session value.")));
+    pg_unreachable();
 }
 
 bool AutoProtectEnabled() {

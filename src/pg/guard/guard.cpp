@@ -432,10 +432,11 @@ void RequireTokenColumn(Relation rel, int attnum) {
 // The token a write to home_relid carries from outside the statement. Inside
 // the fenced call scope (pg/guard/fenced_call.hpp) every write to the call's
 // table, a trigger's included, carries the call's token; otherwise
-// fencing.token does.
-bool CarriedToken(Oid home_relid, Token *out) {
+// fencing.token does, when this transaction set it (a session value is a
+// stray: pg/base/guc.hpp).
+CarriedSetting CarriedToken(Oid home_relid, Token *out) {
     if (FencedCallToken(home_relid, out))
-        return true;
+        return CarriedSetting::kTransaction;
     return TokenSetting(out);
 }
 
@@ -498,7 +499,10 @@ void RequireTokenlessWriteAllowed(const GuardContext &g) {
 // write that would clear the token column.
 OfferedToken ResolveOffer(const GuardContext &g) {
     Token session_token;
-    bool session_set = CarriedToken(g.policy.home_relid, &session_token);
+    CarriedSetting carried = CarriedToken(g.policy.home_relid, &session_token);
+    // A stray session token takes no part: the write is judged by its own
+    // token, as if none were set, and refused only when it has none.
+    bool session_set = carried == CarriedSetting::kTransaction;
     bool column_offers = ColumnOffersToken(GatherOfferFacts(g, session_set));
     if (column_offers && g.new_token < 0)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
@@ -507,6 +511,8 @@ OfferedToken ResolveOffer(const GuardContext &g) {
     OfferedToken offered;
     if (!ResolveOfferedToken(column_offers, g.new_token, session_set, session_token, &offered))
         RefuseConflictingTokens(g, session_token);
+    if (offered.source == TokenSource::kNone && carried == CarriedSetting::kStraySession)
+        RefuseStraySessionToken();
     if (offered.source == TokenSource::kNone)
         RequireTokenlessWriteAllowed(g);
     return offered;

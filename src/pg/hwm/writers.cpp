@@ -5,12 +5,14 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/htup_details.h"
 #include "access/subtrans.h"
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
+#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 }
 
@@ -103,6 +105,41 @@ void LockWhenNoWriter(DirectAccess *a, const LOCKTAG *tag, void (*lock)(const LO
 }
 
 }  // namespace hwm
+
+bool ResourceHwmLocker(const char *name_space, const char *resource, Token *hwm,
+                       TransactionId *locker) {
+    Datum key[] = {CStringGetTextDatum(name_space), CStringGetTextDatum(resource)};
+    *locker = InvalidTransactionId;
+    *hwm = 0;
+    hwm::DirectAccess a;
+    if (!hwm::OpenDirectHeap(&hwm::resource_direct, AccessShareLock, key, &a))
+        return false;
+    hwm::OpenIndex(&a);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
+    IndexScanDesc scan = BeginIndexScan(a.rel, a.index, GetLatestSnapshot(), a.scan_nkeys, 0);
+    index_rescan(scan, a.keys, a.scan_nkeys, nullptr, 0);
+    bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
+    if (found) {
+        bool isnull;
+        *hwm = DatumGetInt64(slot_getattr(slot, a.hwm_attnum, &isnull));
+        bool should_free;
+        HeapTuple tuple = ExecFetchSlotHeapTuple(slot, false, &should_free);
+        uint16 mask = tuple->t_data->t_infomask;
+        TransactionId xmax = HeapTupleHeaderGetRawXmax(tuple->t_data);
+        // A lock only (an update would be a newer version, not this one's);
+        // several lockers (a multixact) are not told apart.
+        if ((mask & HEAP_XMAX_INVALID) == 0 && HEAP_XMAX_IS_LOCKED_ONLY(mask) &&
+            (mask & HEAP_XMAX_IS_MULTI) == 0 && !TransactionIdIsCurrentTransactionId(xmax) &&
+            TransactionIdIsInProgress(xmax))
+            *locker = xmax;
+        if (should_free)
+            heap_freetuple(tuple);
+    }
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    hwm::CloseDirect(&a);
+    return found;
+}
 
 void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys) {
     // Wait for each writer, then look again.

@@ -45,3 +45,15 @@ void LockWhenNoWriter(DirectAccess *a, const LOCKTAG *tag, void (*lock)(const LO
                       void (*unlock)(const LOCKTAG *));
 
 }  // namespace fencing::pg::hwm
+
+namespace fencing::pg {
+
+// Takeover (pg/api/takeover.hpp): the resource's committed HWM, read with the
+// latest snapshot, and the transaction holding its row locked (a writer
+// admitted at that HWM on the row-lock path: strict mode, many resources in
+// one transaction, or a raise expected from the backend's last look), when it
+// is one and in progress. False when the resource has no HWM row.
+bool ResourceHwmLocker(const char *name_space, const char *resource, Token *hwm,
+                       TransactionId *locker);
+
+}  // namespace fencing::pg
