@@ -474,9 +474,9 @@ FENCING_FUNCTION(fencing_truncate_guard) {
                         errhint("SELECT * FROM fencing_verify_guards(true);")));
     RefuseWriteOnSubscriber(rel, policy.home_relid);
     if (policy.scope != Scope::kRow)
-        return PointerGetDatum(nullptr);
+        return NullPointerDatum();
     TombstoneEveryRow(rel, policy.home_relid, policy.token_attnum);
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }
 
 // fencing.guard_status(regclass): NULL when the table's guards are in place.
@@ -526,7 +526,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         bool nulls[3] = {false, false, false};
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }
 
 // Event trigger: ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,
