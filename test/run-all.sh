@@ -76,6 +76,11 @@
 #              (test/pg/build-server.sh, cached): the extension with -Werror,
 #              pg_regress, isolation, every TAP suite, no assertion failure in any
 #              server log (test/matrix/run.sh)
+#   pg17, pg19 Debian's own binary packages of PostgreSQL 17 (Debian 13, trixie) and
+#              19 (experimental, in a sid chroot), in a cached chroot
+#              (test/matrix/chroot.sh): the extension with -Werror, pg_regress,
+#              isolation, every TAP suite, the crash scan of every server log; on
+#              19 also test/pg19's write paths (test/matrix/debian.sh)
 #   upgrade-15-18  pg_upgrade from the source-built 15 to 18 with state in every
 #              scope (test/t/040_pg_upgrade.pl across versions, test/matrix/upgrade.sh)
 #
@@ -94,10 +99,10 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18 pg17 pg19)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
+STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19)
 # Suites that run against the shared scratch cluster (the others start their own).
 ON_SHARED_CLUSTER=(regress security monitoring integration drivers races keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
@@ -270,6 +275,10 @@ suite_patroni() { run_tap_like patroni test/patroni/run.sh; }
 # (cached in /var/cache/fencing-pg), hence the longer timeout.
 suite_pg15-assert() { SUITE_TIMEOUT=1800 run_tap_like pg15-assert test/matrix/run.sh 15 assert; }
 suite_pg18-assert() { SUITE_TIMEOUT=1800 run_tap_like pg18-assert test/matrix/run.sh 18 assert; }
+# Debian's binary packages in a chroot, made on first use (cached in
+# /var/cache/fencing-chroots).
+suite_pg17() { SUITE_TIMEOUT=2400 run_tap_like pg17 test/matrix/debian.sh 17; }
+suite_pg19() { SUITE_TIMEOUT=2400 run_tap_like pg19 test/matrix/debian.sh 19; }
 suite_upgrade-15-18() { SUITE_TIMEOUT=1800 run_tap_like upgrade-15-18 test/matrix/upgrade.sh; }
 
 # ---------------------------------------------------------------- the run
