@@ -62,6 +62,12 @@ if [ "$MAJOR" -ge 19 ]; then
     pg19_rc=$?
     cat pg19.log >>regress.log
     check "$pg19_rc" "$VERSION: the pg_regress files only 19 runs (test/pg19) ran to the end"
+    # REPACK under raisers, on the same server (its log is scanned below).
+    bash test/pg19/repack.sh >repack19.log 2>&1
+    repack_rc=$?
+    grep -E '^(not )?ok ' repack19.log | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&$VERSION REPACK: /"
+    check "$repack_rc" "$VERSION: REPACK under raisers (test/pg19/repack.sh) ran to its end"
+    [ "$repack_rc" -ne 0 ] && grep -vE '^(not )?ok ' repack19.log | tail -30 | sed 's/^/# /'
 fi
 # One line per pg_regress / isolation test file: "test name ... ok" up to 15,
 # "ok N - name" / "not ok N - name" from 16 on.
