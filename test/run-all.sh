@@ -81,6 +81,11 @@
 #              (test/matrix/chroot.sh): the extension with -Werror, pg_regress,
 #              isolation, every TAP suite, the crash scan of every server log; on
 #              19 also test/pg19's write paths (test/matrix/debian.sh)
+#   upgrade-18-19  pg_upgrade from Debian's 18 to Debian's 19 in the sid chroot, with
+#              state in every scope (test/t/040_pg_upgrade.pl, test/matrix/upgrade-18-19.sh)
+#   extension-path  the extension in a directory of its own outside the server's tree,
+#              loaded with extension_control_path and dynamic_library_path, on 18 and
+#              19 in the sid chroot (test/matrix/extension-path.sh)
 #   upgrade-15-18  pg_upgrade from the source-built 15 to 18 with state in every
 #              scope (test/t/040_pg_upgrade.pl across versions, test/matrix/upgrade.sh)
 #
@@ -99,10 +104,10 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18 pg17 pg19)
+    encodings examples races client-java client-go client-node client-python sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19)
+STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path)
 # Suites that run against the shared scratch cluster (the others start their own).
 ON_SHARED_CLUSTER=(regress security monitoring integration drivers races keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
@@ -279,6 +284,8 @@ suite_pg18-assert() { SUITE_TIMEOUT=1800 run_tap_like pg18-assert test/matrix/ru
 # /var/cache/fencing-chroots).
 suite_pg17() { SUITE_TIMEOUT=2400 run_tap_like pg17 test/matrix/debian.sh 17; }
 suite_pg19() { SUITE_TIMEOUT=2400 run_tap_like pg19 test/matrix/debian.sh 19; }
+suite_upgrade-18-19() { SUITE_TIMEOUT=1800 run_tap_like upgrade-18-19 test/matrix/upgrade-18-19.sh; }
+suite_extension-path() { SUITE_TIMEOUT=1800 run_tap_like extension-path test/matrix/extension-path.sh; }
 suite_upgrade-15-18() { SUITE_TIMEOUT=1800 run_tap_like upgrade-15-18 test/matrix/upgrade.sh; }
 
 # ---------------------------------------------------------------- the run
