@@ -64,7 +64,7 @@ SQL
     check "$MAJOR: a stale write with token 33 is refused with TF001" TF001 \
         "$(sqlstate_of "BEGIN; SET LOCAL fencing.token = 33; UPDATE inventory SET stock = 8 WHERE item = 'SKU-001'; COMMIT;")"
     check "$MAJOR: the module is loaded and named with its version (PG_MODULE_MAGIC_EXT)" "fencing|t" \
-        "$(psql -X -At -c "SELECT count(*) FROM inventory" -c "SELECT module_name, version IS NOT NULL FROM pg_get_loaded_modules() WHERE module_name = 'fencing'" 2>&1 | tail -1)"
+        "$(psql -X -At -c "SELECT '7'::fencing_token" -c "SELECT module_name, version IS NOT NULL FROM pg_get_loaded_modules() WHERE module_name = 'fencing'" 2>&1 | tail -1)"
     runuser -u postgres -- "$BIN/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
     rm -rf "$WORK"
 done
