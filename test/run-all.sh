@@ -91,6 +91,16 @@
 #              (test/pg/build-server.sh, cached): the extension with -Werror,
 #              pg_regress, isolation, every TAP suite, no assertion failure in any
 #              server log (test/matrix/run.sh)
+#   pg17, pg19 Debian's own binary packages of PostgreSQL 17 (Debian 13, trixie) and
+#              19 (experimental, in a sid chroot), in a cached chroot
+#              (test/matrix/chroot.sh): the extension with -Werror, pg_regress,
+#              isolation, every TAP suite, the crash scan of every server log; on
+#              19 also test/pg19's write paths (test/matrix/debian.sh)
+#   upgrade-18-19  pg_upgrade from Debian's 18 to Debian's 19 in the sid chroot, with
+#              state in every scope (test/t/040_pg_upgrade.pl, test/matrix/upgrade-18-19.sh)
+#   extension-path  the extension in a directory of its own outside the server's tree,
+#              loaded with extension_control_path and dynamic_library_path, on 18 and
+#              19 in the sid chroot (test/matrix/extension-path.sh)
 #   upgrade-15-18  pg_upgrade from the source-built 15 to 18 with state in every
 #              scope (test/t/040_pg_upgrade.pl across versions, test/matrix/upgrade.sh)
 #
@@ -109,10 +119,14 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18)
+    migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18
+    pg17 pg19 upgrade-18-19 extension-path)
+# Suites run only when named (make test SUITES="pg17 pg19 ..."): the Debian 13
+# and experimental chroots' suites, which do not fit make test's time budget yet.
+BY_NAME_ONLY=(pg17 pg19 upgrade-18-19 extension-path)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18)
+STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path)
 # Suites that run against the shared scratch cluster (the others start their own).
 ON_SHARED_CLUSTER=(regress security monitoring integration drivers races keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
@@ -144,7 +158,9 @@ if [ ${#unknown[@]} -gt 0 ]; then
     echo "valid suites: ${ALL_SUITES[*]}" >&2
     exit 2
 fi
-[ "$selected" = " " ] && selected=" ${ALL_SUITES[*]} "
+if [ "$selected" = " " ]; then
+    for name in "${ALL_SUITES[@]}"; do one_of "$name" "${BY_NAME_ONLY[@]}" || selected+="$name "; done
+fi
 # The set-up the selected suites need: the build before any that is not standalone.
 for name in $selected; do
     one_of "$name" "${STANDALONE[@]}" || { selected+="build "; break; }
@@ -288,6 +304,12 @@ suite_patroni() { run_tap_like patroni test/patroni/run.sh; }
 # (cached in /var/cache/fencing-pg), hence the longer timeout.
 suite_pg15-assert() { SUITE_TIMEOUT=1800 run_tap_like pg15-assert test/matrix/run.sh 15 assert; }
 suite_pg18-assert() { SUITE_TIMEOUT=1800 run_tap_like pg18-assert test/matrix/run.sh 18 assert; }
+# Debian's binary packages in a chroot, made on first use (cached in
+# /var/cache/fencing-chroots).
+suite_pg17() { SUITE_TIMEOUT=2400 run_tap_like pg17 test/matrix/debian.sh 17; }
+suite_pg19() { SUITE_TIMEOUT=2400 run_tap_like pg19 test/matrix/debian.sh 19; }
+suite_upgrade-18-19() { SUITE_TIMEOUT=1800 run_tap_like upgrade-18-19 test/matrix/upgrade-18-19.sh; }
+suite_extension-path() { SUITE_TIMEOUT=1800 run_tap_like extension-path test/matrix/extension-path.sh; }
 suite_upgrade-15-18() { SUITE_TIMEOUT=1800 run_tap_like upgrade-15-18 test/matrix/upgrade.sh; }
 
 # ---------------------------------------------------------------- the run

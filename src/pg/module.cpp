@@ -6,6 +6,7 @@
 #include "pg/hwm/raise_registry.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/keys/tombstone_key.hpp"
+#include "pg/base/compat.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
@@ -37,7 +38,7 @@ void ForgetRelation(Datum, Oid relid) {
 }  // namespace
 
 extern "C" {
-PG_MODULE_MAGIC;
+FENCING_MODULE_MAGIC;
 void _PG_init(void);
 }
 

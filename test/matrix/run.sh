@@ -6,6 +6,12 @@
 # "not ok N - ..." lines, one per test file and check.
 #
 #   test/matrix/run.sh MAJOR [FLAVOR]     MAJOR 15 or 18, FLAVOR assert (default)
+#   test/matrix/run.sh MAJOR debian       Debian's own binary packages, inside the
+#                                         chroot of test/matrix/debian.sh (which
+#                                         calls it so, with FENCING_MATRIX_PG_CONFIG)
+#
+# From 19 on, the pg_regress files of test/pg19 (write paths that only 19
+# has) run too, after the common ones.
 #   FENCING_MATRIX_PORT                   the scratch cluster's port (default 5540MAJOR)
 #   FENCING_MATRIX_TAP=0                  skip the TAP suites (a quick local run)
 set -uo pipefail
@@ -19,8 +25,14 @@ check() {  # check OK DESCRIPTION
     if [ "$1" = 0 ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
 }
 
-PG_CONFIG=$(bash "$ROOT/test/pg/build-server.sh" "$MAJOR" "$FLAVOR")
-check $? "PostgreSQL $MAJOR ($FLAVOR) built from Debian's source"
+if [ "$FLAVOR" = debian ]; then
+    PG_CONFIG=${FENCING_MATRIX_PG_CONFIG:?debian flavor: set FENCING_MATRIX_PG_CONFIG}
+    "$PG_CONFIG" --version >/dev/null
+    check $? "PostgreSQL $MAJOR from Debian's binary packages ($PG_CONFIG)"
+else
+    PG_CONFIG=$(bash "$ROOT/test/pg/build-server.sh" "$MAJOR" "$FLAVOR")
+    check $? "PostgreSQL $MAJOR ($FLAVOR) built from Debian's source"
+fi
 [ -x "$PG_CONFIG" ] || exit 1
 VERSION=$("$PG_CONFIG" --version)
 BINDIR=$("$PG_CONFIG" --bindir)
@@ -41,6 +53,22 @@ bash test/cluster.sh stop >/dev/null 2>&1
 bash test/cluster.sh start
 eval "$(bash test/cluster.sh env)"
 make -s PG_CONFIG="$PG_CONFIG" installcheck TAP_TESTS= >regress.log 2>&1
+if [ "$MAJOR" -ge 19 ]; then
+    # Write paths that only 19 has: their own input directory and file list.
+    make -s PG_CONFIG="$PG_CONFIG" installcheck TAP_TESTS= ISOLATION= \
+        REGRESS="$(cd test/pg19/sql && ls ./*.sql | sed 's|^\./||; s|\.sql$||' | tr '\n' ' ')" \
+        REGRESS_OPTS="--inputdir=test/pg19 --outputdir=results-pg19 --load-extension=fencing" \
+        >pg19.log 2>&1
+    pg19_rc=$?
+    cat pg19.log >>regress.log
+    check "$pg19_rc" "$VERSION: the pg_regress files only 19 runs (test/pg19) ran to the end"
+    # REPACK under raisers, on the same server (its log is scanned below).
+    bash test/pg19/repack.sh >repack19.log 2>&1
+    repack_rc=$?
+    grep -E '^(not )?ok ' repack19.log | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&$VERSION REPACK: /"
+    check "$repack_rc" "$VERSION: REPACK under raisers (test/pg19/repack.sh) ran to its end"
+    [ "$repack_rc" -ne 0 ] && grep -vE '^(not )?ok ' repack19.log | tail -30 | sed 's/^/# /'
+fi
 # One line per pg_regress / isolation test file: "test name ... ok" up to 15,
 # "ok N - name" / "not ok N - name" from 16 on.
 while read -r name verdict; do
@@ -49,7 +77,8 @@ done < <(sed -nE -e 's/^(test| ) *([A-Za-z0-9_-]+) +\.\.\. (ok|FAILED).*/\2 \3/p
     -e 's/^ok [0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 ok/p' \
     -e 's/^not ok [0-9]+ +[-+] +([A-Za-z0-9_-]+) .*/\1 FAILED/p' regress.log)
 if grep -qE 'FAILED|^not ok' regress.log; then
-    cat regression.diffs output_iso/regression.diffs 2>/dev/null | head -200 | sed 's/^/# /'
+    cat regression.diffs output_iso/regression.diffs results-pg19/regression.diffs 2>/dev/null |
+        head -200 | sed 's/^/# /'
 fi
 SERVER_LOG=/tmp/fencing-cluster-$PORT/server.log
 crashes=$(crash_lines "$SERVER_LOG")

@@ -42,25 +42,7 @@ q() { psql -X -q -At -v ON_ERROR_STOP=1 -c "$1" 2>&1; }
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<'SQL' || exit 1
 CREATE EXTENSION fencing;
 CREATE EXTENSION pg_repack;
-CREATE TABLE tt (id int PRIMARY KEY, v int, tok fencing_token);
-SELECT fencing_protect('tt', scope => 'table', require_token => false);
-CREATE TABLE rs (id int PRIMARY KEY, shard text NOT NULL, v int, tok fencing_token);
-SELECT fencing_protect('rs', scope => 'resource', resource_column => 'shard',
-                       require_token => false);
-CREATE TABLE rw (id int PRIMARY KEY, v int, tok fencing_token);
-SELECT fencing_protect('rw', require_token => false);
-BEGIN;
-SET LOCAL fencing.token = 100;
-INSERT INTO tt SELECT g, 0 FROM generate_series(1, 50) g;
-INSERT INTO rs SELECT g, CASE WHEN g % 2 = 1 THEN 'a' ELSE 'b' END, 0 FROM generate_series(1, 50) g;
-INSERT INTO rw SELECT g, 0 FROM generate_series(1, 50) g;
-COMMIT;
--- Other resources and tables, so that the HWM tables have more than one row.
-SELECT fencing_resource_advance('other-' || g, 7) FROM generate_series(1, 30) g;
--- Commit order of the stress (test/repack/stress.py).
-CREATE TABLE ctr (k text PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
-INSERT INTO ctr (k) VALUES ('res:a'), ('res:b'), ('tab'), ('row:41'), ('row:42'), ('lease');
-CREATE TABLE history (k text, n bigint, token bigint, PRIMARY KEY (k, n));
+\i test/repack/schema.sql
 SQL
 
 # stretched_repack DESCRIPTION RAISE_FUNCTION PG_REPACK_ARGS...: runs pg_repack

@@ -1,9 +1,9 @@
 // Every difference between the PostgreSQL major versions the extension builds
-// against (15 to 18) lives here, as a small function with one meaning on all
+// against (15 to 19) lives here, as a small function with one meaning on all
 // of them. No other file tests PG_VERSION_NUM.
 //
-// Tested on 15 and 18. 16 and 17 compile from the same guards, written from
-// PostgreSQL's release notes and source history, but no test runs on them.
+// Tested on 15, 17, 18 and 19. 16 compiles from the same guards, written from
+// PostgreSQL's release notes and source history, but no test runs on it.
 #pragma once
 
 #include "pg/base/pg.hpp"
@@ -11,15 +11,21 @@
 extern "C" {
 #include "access/genam.h"
 #include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/tupdesc.h"
 #include "catalog/pg_class.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "storage/lock.h"
+#include "postmaster/bgworker.h"
 #include "storage/proc.h"
+#include "storage/shmem.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
 #include "utils/guc_tables.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/relcache.h"
 #if PG_VERSION_NUM >= 160000
@@ -32,10 +38,22 @@ extern "C" {
 #else
 #include "storage/sinvaladt.h"
 #endif
+#if PG_VERSION_NUM < 190000
+#include "commands/dbcommands.h"  // get_database_name (19: utils/lsyscache.h)
+#endif
 }
 
-#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 190000
-#error "fencing builds against PostgreSQL 15 to 18"
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 200000
+#error "fencing builds against PostgreSQL 15 to 19"
+#endif
+
+// The module's magic block (module.cpp): from 18, PG_MODULE_MAGIC_EXT also
+// names the module and its version, shown by pg_get_loaded_modules().
+// FENCING_VERSION is the control file's default_version (the Makefile).
+#if PG_VERSION_NUM >= 180000
+#define FENCING_MODULE_MAGIC PG_MODULE_MAGIC_EXT(.name = "fencing", .version = FENCING_VERSION)
+#else
+#define FENCING_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
 namespace fencing::pg {
@@ -92,14 +110,78 @@ inline void SimpleHeapUpdate(Relation rel, ItemPointer otid, HeapTuple tuple) {
 #endif
 }
 
-// index_beginscan: 18 takes an instrumentation struct (none here).
+// index_beginscan: 18 takes an instrumentation struct (none here), 19 scan
+// option flags (none: a plain index scan, as before).
 inline IndexScanDesc BeginIndexScan(Relation heap, Relation index, Snapshot snapshot, int nkeys,
                                     int norderbys) {
-#if PG_VERSION_NUM >= 180000
+#if PG_VERSION_NUM >= 190000
+    return index_beginscan(heap, index, snapshot, nullptr, nkeys, norderbys, SO_NONE);
+#elif PG_VERSION_NUM >= 180000
     return index_beginscan(heap, index, snapshot, nullptr, nkeys, norderbys);
 #else
     return index_beginscan(heap, index, snapshot, nkeys, norderbys);
 #endif
+}
+
+// A sequential scan of every row visible to snapshot, no scan keys: 19's
+// table_beginscan takes caller scan option flags (none here).
+inline TableScanDesc BeginTableScan(Relation rel, Snapshot snapshot) {
+#if PG_VERSION_NUM >= 190000
+    return table_beginscan(rel, snapshot, 0, nullptr, SO_NONE);
+#else
+    return table_beginscan(rel, snapshot, 0, nullptr);
+#endif
+}
+
+// The cache id a syscache invalidation callback receives: an int up to 18,
+// the enum SysCacheIdentifier from 19. Callbacks are declared
+// void (Datum arg, SysCacheCallbackId cache, uint32 hash).
+#if PG_VERSION_NUM >= 190000
+using SysCacheCallbackId = SysCacheIdentifier;
+#else
+using SysCacheCallbackId = int;
+#endif
+
+// A shared-memory hash table of max_entries entries, all allocated at
+// startup: 19 dropped ShmemInitHash's separate initial size (it was the same
+// number here).
+inline HTAB *InitSharedHash(const char *name, long max_entries, HASHCTL *info, int flags) {
+#if PG_VERSION_NUM >= 190000
+    return ShmemInitHash(name, max_entries, info, flags);
+#else
+    return ShmemInitHash(name, max_entries, max_entries, info, flags);
+#endif
+}
+
+// A tuple descriptor built with CreateTemplateTupleDesc and
+// TupleDescInitEntry, made ready for use: 19 requires TupleDescFinalize()
+// before it is used (it computes cached attribute offsets); earlier
+// versions have nothing to do.
+inline void FinishTupleDesc(TupleDesc desc) {
+#if PG_VERSION_NUM >= 190000
+    TupleDescFinalize(desc);
+#else
+    (void)desc;
+#endif
+}
+
+// The flags of a background worker that connects to one database and does
+// not stand in the way of DROP DATABASE or ALTER DATABASE of it: 19 lets the
+// server terminate such a worker (BGWORKER_INTERRUPTIBLE), as it does
+// regular backends; up to 18 no flag exists, and such a command waits for,
+// or fails on, the connected worker as it does on any other session.
+constexpr int kDatabaseWorkerFlags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION
+#if PG_VERSION_NUM >= 190000
+                                     | BGWORKER_INTERRUPTIBLE
+#endif
+    ;
+
+// The Datum of a null pointer (a trigger's "skip this row", a void result).
+// 19's PointerGetDatum checks its argument is a pointer with
+// "true ? (X) : NULL", which C++ refuses for nullptr (NULL is an integer in
+// g++), so no caller writes NullPointerDatum().
+inline Datum NullPointerDatum() {
+    return PointerGetDatum(static_cast<void *>(nullptr));
 }
 
 // The primary key index, and InvalidOid for a deferrable one, as 15 has it:

@@ -24,7 +24,7 @@ Oid cached_owner = InvalidOid;
 
 // DROP/ALTER ROLE and REASSIGN OWNED all touch pg_authid; re-read the owner
 // after any of them.
-void ForgetOwner(Datum, int, uint32) {
+void ForgetOwner(Datum, SysCacheCallbackId, uint32) {
     cached_owner = InvalidOid;
 }
 

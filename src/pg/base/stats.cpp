@@ -1,5 +1,6 @@
 // Shared-memory counters and the rejection log line: see pg/base/stats.hpp.
 #include "pg/base/stats.hpp"
+#include "pg/base/compat.hpp"
 
 #include "pg/base/boundary.hpp"
 #include "pg/base/relation_args.hpp"
@@ -134,8 +135,8 @@ void StartSharedMemory() {
     HASHCTL info;
     info.keysize = sizeof(StatsKey);
     info.entrysize = sizeof(StatsEntry);
-    entries = ShmemInitHash("fencing stats entries", stats_max, stats_max, &info,
-                            HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+    entries = InitSharedHash("fencing stats entries", stats_max, &info,
+                             HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
     LWLockRelease(AddinShmemInitLock);
 }
 

@@ -11,6 +11,7 @@
 // A lookup that saw an invalidation arrive while it ran is used but not
 // cached.
 #include "pg/catalog/subscriber.hpp"
+#include "pg/base/compat.hpp"
 
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
@@ -59,13 +60,13 @@ void ForgetRelations() {
     }
 }
 
-void ForgetSubscriptions(Datum, int, uint32) {
+void ForgetSubscriptions(Datum, SysCacheCallbackId, uint32) {
     ++invalidations;
     enabled_known = false;
     ForgetRelations();
 }
 
-void ForgetRelationsCallback(Datum, int, uint32) {
+void ForgetRelationsCallback(Datum, SysCacheCallbackId, uint32) {
     ++invalidations;
     ForgetRelations();
 }

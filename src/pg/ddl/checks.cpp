@@ -202,7 +202,7 @@ bool TypeMentions(Oid type, Oid enum_type, int depth) {
 bool AnyRowHasValue(Oid rel, AttrNumber attnum) {
     Relation r = table_open(rel, NoLock);
     Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-    TableScanDesc scan = table_beginscan(r, snapshot, 0, nullptr);
+    TableScanDesc scan = BeginTableScan(r, snapshot);
     TupleTableSlot *slot = table_slot_create(r, nullptr);
     bool found = false;
     while (!found && table_scan_getnextslot(scan, ForwardScanDirection, slot)) {

@@ -3,6 +3,7 @@
 //   fencing.on_table_ddl(oid)   called by the ddl_command_end event trigger
 //   fencing.protected_sync()    AFTER trigger on fencing.protected (ALWAYS)
 #include "pg/base/boundary.hpp"
+#include "pg/base/compat.hpp"
 #include "pg/ddl/checks.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/base/guc.hpp"
@@ -244,7 +245,7 @@ FENCING_FUNCTION(fencing_protected_sync) {
     if (OidIsValid(new_relid))
         SyncGuards(new_relid);
     EndInternal(&access);
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }
 
 // BEFORE INSERT ON fencing.protected, ENABLE ALWAYS: the tree's policy lock

@@ -704,7 +704,7 @@ FENCING_FUNCTION(fencing_guard) {
     OfferedToken offered = ResolveOffer(g);
     bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
     if (!admitted)
-        return PointerGetDatum(nullptr);  // skipped (counted by Stale)
+        return NullPointerDatum();  // skipped (counted by Stale)
     CountWrite(
         StatsTarget(g),
         offered.source == TokenSource::kNone ? WriteOutcome::kUnfenced : WriteOutcome::kAccepted,
@@ -732,12 +732,12 @@ FENCING_FUNCTION(fencing_recheck) {
     if (g.event == RowEvent::kUpdate) {
         const Bitmapset *pk = PrimaryKeyColumns(g.rel);
         if (pk == nullptr || !KeyColumnsDiffer(g.rel, pk, g.old_row, g.new_row))
-            return PointerGetDatum(nullptr);
+            return NullPointerDatum();
     }
     RecheckWrittenRow(g);
     // The row is written: its token is now the key's HWM, raised by this
     // transaction (strict mode's registry; the guard could not know yet).
     if (g.event == RowEvent::kInsert && g.has_new_token)
         NoteRowRaise(g, HwmKind::kRow, g.new_row, g.new_token);
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }

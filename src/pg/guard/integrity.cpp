@@ -520,9 +520,9 @@ FENCING_FUNCTION(fencing_truncate_guard) {
                         errhint("SELECT * FROM fencing_verify_guards(true);")));
     RefuseWriteOnSubscriber(rel, policy.home_relid);
     if (policy.scope != Scope::kRow)
-        return PointerGetDatum(nullptr);
+        return NullPointerDatum();
     TombstoneEveryRow(rel, policy.home_relid, policy.token_attnum);
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }
 
 // fencing.guard_status(regclass): NULL when the table's guards are in place.
@@ -648,7 +648,7 @@ FENCING_FUNCTION(fencing_verify_guards) {
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     ReportUnfencedTokenColumns(rsinfo, caller);
-    return PointerGetDatum(nullptr);
+    return NullPointerDatum();
 }
 
 // Event trigger: ddl_command_start on CREATE TRIGGER, ALTER TRIGGER,

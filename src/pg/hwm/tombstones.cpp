@@ -41,7 +41,7 @@ struct LatestRowScan {
 
 void BeginLatestRowScan(LatestRowScan *rows, Relation rel, const char *context_name) {
     rows->snapshot = RegisterSnapshot(GetLatestSnapshot());
-    rows->scan = table_beginscan(rel, rows->snapshot, 0, nullptr);
+    rows->scan = BeginTableScan(rel, rows->snapshot);
     rows->slot = table_slot_create(rel, nullptr);
     // context_name is a string literal of the caller's (the macro form
     // checks that only for a literal in place).

@@ -368,6 +368,7 @@ Size TombstoneIndexTupleSize(Oid home_relid, Datum key, bool compressed) {
         TupleDesc d = CreateTemplateTupleDesc(2);
         TupleDescInitEntry(d, 1, "relid", REGCLASSOID, -1, 0);
         TupleDescInitEntry(d, 2, "key", TEXTARRAYOID, -1, 1);
+        FinishTupleDesc(d);
         MemoryContextSwitchTo(old);
         desc = d;
     }

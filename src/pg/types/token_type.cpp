@@ -3,6 +3,7 @@
 // representation is the same by-value int64.
 #include "core/token.hpp"
 #include "pg/base/boundary.hpp"
+#include "pg/base/compat.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/base/internal_access.hpp"
 
@@ -52,7 +53,7 @@ namespace {
 
 Oid token_type_oid = InvalidOid;
 
-void ForgetTokenType(Datum, int, uint32) {
+void ForgetTokenType(Datum, SysCacheCallbackId, uint32) {
     token_type_oid = InvalidOid;
 }
 

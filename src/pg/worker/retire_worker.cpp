@@ -13,6 +13,7 @@
 
 #include "pg/api/retire.hpp"
 #include "pg/base/boundary.hpp"
+#include "pg/base/compat.hpp"
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -27,7 +28,6 @@ extern "C" {
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
-#include "commands/dbcommands.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -104,7 +104,7 @@ namespace {
 void RegisterWorker(const char *dbname) {
     BackgroundWorker worker;
     memset(&worker, 0, sizeof(worker));
-    worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+    worker.bgw_flags = kDatabaseWorkerFlags;
     worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
     worker.bgw_restart_time = kRestartSeconds;
     strlcpy(worker.bgw_library_name, "fencing", BGW_MAXLEN);
