@@ -152,7 +152,7 @@ void ForEachRow(Oid relid, Visit visit) {
             continue;
         Relation rel = table_open(leaf, NoLock);
         Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
-        TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+        TableScanDesc scan = BeginTableScan(rel, snapshot);
         TupleTableSlot *slot = table_slot_create(rel, nullptr);
         while (table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
             CHECK_FOR_INTERRUPTS();
