@@ -7,6 +7,7 @@
 #include "pg/base/boundary.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/catalog/policy_store.hpp"
 
 extern "C" {
 #include "catalog/pg_class.h"
@@ -47,6 +48,8 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     LockRelationOid(target, AccessExclusiveLock);
     InternalSession access;
     BeginInternal(&access);
+    Oid both[] = {source, target};
+    RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
     RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr,

@@ -5,6 +5,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
@@ -14,6 +15,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
@@ -128,12 +130,13 @@ void DeleteProtectedRow(Oid relid) {
                    values, nullptr, false);
 }
 
-bool ProtectedRowChangedSinceSnapshot(Oid relid) {
-    const char *sql =
-        "SELECT xmin::pg_catalog.text FROM fencing.protected"
-        " WHERE relid OPERATOR(pg_catalog.=) $1";
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(relid)};
+namespace {
+
+// Whether sql's first column (one row or none) reads differently with the
+// latest snapshot than with the transaction's.
+bool ChangedSinceSnapshot(const char *sql, Oid type, Datum value) {
+    Oid types[] = {type};
+    Datum values[] = {value};
     SPIPlanPtr plan = SPI_prepare(sql, 1, types);
     if (plan == nullptr)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
@@ -156,6 +159,49 @@ bool ProtectedRowChangedSinceSnapshot(Oid relid) {
     if (seen[0] == nullptr || seen[1] == nullptr)
         return seen[0] != seen[1];
     return strcmp(seen[0], seen[1]) != 0;
+}
+
+}  // namespace
+
+bool ProtectedRowChangedSinceSnapshot(Oid relid) {
+    return ChangedSinceSnapshot(
+        "SELECT xmin::pg_catalog.text FROM fencing.protected"
+        " WHERE relid OPERATOR(pg_catalog.=) $1",
+        OIDOID, ObjectIdGetDatum(relid));
+}
+
+void RequireStateInSnapshot(const Oid *relids, int n, const char *what) {
+    if (!IsolationUsesXactSnapshot() || n <= 0)
+        return;
+    const char *sql =
+        "SELECT pg_catalog.md5(COALESCE(pg_catalog.string_agg(s.v, ',' ORDER BY s.v), ''))"
+        " FROM (SELECT 'p' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.protected WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 't' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.row_tombstone WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 'h' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.table_hwm WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 'f' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.tombstone_floor WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " ) s(v)";
+    Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+    for (int i = 0; i < n; ++i)
+        oids[i] = ObjectIdGetDatum(relids[i]);
+    ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+    if (ChangedSinceSnapshot(sql, OIDARRAYOID, PointerGetDatum(array)))
+        ereport(ERROR,
+                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+                 errmsg("could not serialize access due to a concurrent fenced write"),
+                 errdetail("The fencing state that %s carries (tombstones, high-water marks, "
+                           "policy) changed after this transaction's snapshot was taken; "
+                           "carried as the snapshot sees it, it would be lowered.",
+                           what),
+                 errhint("Retry the transaction (take the table's lock first, as its first "
+                         "statement, so that its snapshot sees every write).")));
 }
 
 // The nearest partition ancestor that is protected, if any.

@@ -42,6 +42,14 @@ void DeleteProtectedRow(Oid relid);
 // another version than the transaction's snapshot sees (a policy change
 // committed after a REPEATABLE READ snapshot was taken).
 bool ProtectedRowChangedSinceSnapshot(Oid relid);
+// Under REPEATABLE READ or SERIALIZABLE: refuses (40001) when the fencing
+// state of any of relids (policy, tombstones, table HWM, tombstone floor) as
+// the latest snapshot sees it differs from what the transaction's snapshot
+// sees. A step that carries that state to another table (a swap, a DROP
+// kept for a recreate) reads it with the transaction's snapshot, and would
+// silently leave behind what a writer committed after it was taken.
+// what: the step, for the message. Call inside an internal session.
+void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
 
 // Orders the DDL and policy writes of one partition tree: ExclusiveLock on
 // the tree's root (advisory lock, objsubid kPolicyTreeLockField4, classid
