@@ -50,6 +50,7 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     BeginInternal(&access);
     Oid both[] = {source, target};
     RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
+    RequireRowsInSnapshot(source, "fencing_transfer_state()");
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
     RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr,

@@ -7,12 +7,14 @@ extern "C" {
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/array.h"
@@ -161,6 +163,36 @@ bool ChangedSinceSnapshot(const char *sql, Oid type, Datum value) {
     return strcmp(seen[0], seen[1]) != 0;
 }
 
+// A step that carries what a REPEATABLE READ snapshot saw, while a fenced
+// write committed after it: 40001.
+[[noreturn]] void ReportCarriedStateChanged(const char *what) {
+    ereport(ERROR,
+            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+             errmsg("could not serialize access due to a concurrent fenced write"),
+             errdetail("The fenced table that %s carries (its rows, tombstones, high-water "
+                       "marks or policy) changed after this transaction's snapshot was taken; "
+                       "carried as the snapshot sees it, an acknowledged write would be lost "
+                       "or a high-water mark lowered.",
+                       what),
+             errhint("Retry the transaction (take the table's lock first, as its first "
+                     "statement, so that its snapshot sees every write).")));
+    pg_unreachable();
+}
+
+// Whether a row of rel visible to scan_with is invisible to other.
+bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other) {
+    TableScanDesc scan = table_beginscan(rel, scan_with, 0, nullptr);
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    bool differ = false;
+    while (!differ && table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        CHECK_FOR_INTERRUPTS();
+        differ = !table_tuple_satisfies_snapshot(rel, slot, other);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    return differ;
+}
+
 }  // namespace
 
 bool ProtectedRowChangedSinceSnapshot(Oid relid) {
@@ -193,15 +225,30 @@ void RequireStateInSnapshot(const Oid *relids, int n, const char *what) {
         oids[i] = ObjectIdGetDatum(relids[i]);
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     if (ChangedSinceSnapshot(sql, OIDARRAYOID, PointerGetDatum(array)))
-        ereport(ERROR,
-                (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-                 errmsg("could not serialize access due to a concurrent fenced write"),
-                 errdetail("The fencing state that %s carries (tombstones, high-water marks, "
-                           "policy) changed after this transaction's snapshot was taken; "
-                           "carried as the snapshot sees it, it would be lowered.",
-                           what),
-                 errhint("Retry the transaction (take the table's lock first, as its first "
-                         "statement, so that its snapshot sees every write).")));
+        ReportCarriedStateChanged(what);
+}
+
+void RequireRowsInSnapshot(Oid relid, const char *what) {
+    if (!IsolationUsesXactSnapshot())
+        return;
+    List *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE
+                     ? find_all_inheritors(relid, AccessShareLock, nullptr)
+                     : list_make1_oid(relid);
+    Snapshot xact = RegisterSnapshot(GetTransactionSnapshot());
+    Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
+    bool differ = false;
+    ListCell *lc;
+    foreach (lc, rels) {
+        if (differ || get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+            continue;
+        Relation rel = table_open(lfirst_oid(lc), NoLock);
+        differ = RowsDiffer(rel, latest, xact) || RowsDiffer(rel, xact, latest);
+        table_close(rel, NoLock);
+    }
+    UnregisterSnapshot(latest);
+    UnregisterSnapshot(xact);
+    if (differ)
+        ReportCarriedStateChanged(what);
 }
 
 // The nearest partition ancestor that is protected, if any.

@@ -50,6 +50,12 @@ bool ProtectedRowChangedSinceSnapshot(Oid relid);
 // silently leave behind what a writer committed after it was taken.
 // what: the step, for the message. Call inside an internal session.
 void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
+// The same for the rows of relid (every leaf of a partitioned table): a copy
+// made in the transaction (Alembic's batch recreate: INSERT ... SELECT) saw
+// its rows with the snapshot, and a fenced write committed after it would be
+// lost with its token. Reads the heap directly (no user code runs); relid is
+// locked by the caller; under READ COMMITTED it does nothing.
+void RequireRowsInSnapshot(Oid relid, const char *what);
 
 // Orders the DDL and policy writes of one partition tree: ExclusiveLock on
 // the tree's root (advisory lock, objsubid kPolicyTreeLockField4, classid

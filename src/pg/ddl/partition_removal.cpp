@@ -135,6 +135,11 @@ void KeepDroppedState(List *going) {
     for (int i = 0; i < n; ++i)
         relids[i] = list_nth_oid(going, i);
     RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
+    for (int i = 0; i < n; ++i) {
+        ProtectedRow row;
+        if (ReadProtectedRow(relids[i], &row))
+            RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
+    }
     Oid types[] = {OIDARRAYOID};
     Datum values[] = {PointerGetDatum(array)};
     RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
