@@ -18,6 +18,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "storage/lock.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
@@ -249,6 +250,16 @@ void RequireRowsInSnapshot(Oid relid, const char *what) {
     UnregisterSnapshot(xact);
     if (differ)
         ReportCarriedStateChanged(what);
+}
+
+bool ExtensionFunctionInstalled(const char *signature) {
+    Oid types[] = {TEXTOID};
+    Datum values[] = {CStringGetTextDatum(signature)};
+    RunInternalSql("SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", 1, types, values,
+                   nullptr, true);
+    bool isnull = true;
+    Datum found = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    return !isnull && DatumGetBool(found);
 }
 
 // The nearest partition ancestor that is protected, if any.

@@ -56,6 +56,12 @@ void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
 // lost with its token. Reads the heap directly (no user code runs); relid is
 // locked by the caller; under READ COMMITTED it does nothing.
 void RequireRowsInSnapshot(Oid relid, const char *what);
+// Whether the extension's SQL in this database has the function signature
+// ('fencing.keep_dropped_state(oid)'): a database whose extension is not yet
+// updated (ALTER EXTENSION fencing UPDATE) runs this library with the older
+// version's SQL, and keeps that version's behaviour. Inside an internal
+// session.
+bool ExtensionFunctionInstalled(const char *signature);
 
 // Orders the DDL and policy writes of one partition tree: ExclusiveLock on
 // the tree's root (advisory lock, objsubid kPolicyTreeLockField4, classid

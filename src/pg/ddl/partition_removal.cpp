@@ -131,6 +131,11 @@ void KeepDroppedState(List *going) {
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     InternalSession access;
     BeginInternal(&access);
+    // Before ALTER EXTENSION UPDATE to 1.6: a DROP deletes the state, as it did.
+    if (!ExtensionFunctionInstalled("fencing.keep_dropped_state(oid)")) {
+        EndInternal(&access);
+        return;
+    }
     Oid *relids = static_cast<Oid *>(palloc(sizeof(Oid) * (n > 0 ? n : 1)));
     for (int i = 0; i < n; ++i)
         relids[i] = list_nth_oid(going, i);
