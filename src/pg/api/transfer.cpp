@@ -11,6 +11,7 @@
 
 extern "C" {
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -46,6 +47,11 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     // afterwards finds the table that took it.
     LockRelationOid(source, AccessExclusiveLock);
     LockRelationOid(target, AccessExclusiveLock);
+    // A writer that names a partition holds no lock on its parent: lock
+    // every partition too, so that a DELETE in flight there commits (its
+    // tombstone under the parent) before the state is read and moved.
+    find_all_inheritors(source, AccessExclusiveLock, nullptr);
+    find_all_inheritors(target, AccessExclusiveLock, nullptr);
     InternalSession access;
     BeginInternal(&access);
     Oid both[] = {source, target};
