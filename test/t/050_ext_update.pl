@@ -391,6 +391,30 @@ is(query($node, $_->[0], $columns_sql), $fresh_columns,
 	"$_->[1]: the same table columns and indexes as a fresh install")
   for @updated;
 
+# Before ALTER EXTENSION UPDATE (the new library, the previous version's SQL,
+# as right after a package upgrade): DDL on fenced tables keeps that version's
+# behaviour. A DROP of a fenced table with state works (it called 1.6's
+# fencing.keep_dropped_state and failed with 42883), and dropping a row-scope
+# key with tombstones is refused with 55000 as before (not 42883).
+{
+	my $prev = $chain[-2];
+	query($node, 'postgres', 'CREATE DATABASE upd_notyet');
+	$node->safe_psql('upd_notyet', qq{
+CREATE EXTENSION fencing VERSION '$prev';
+CREATE TABLE kept (id int PRIMARY KEY, v text, tok fencing_token);
+INSERT INTO kept VALUES (1, 'a', 5), (2, 'b', 5);
+BEGIN; SET LOCAL fencing.token = 9; DELETE FROM kept WHERE id = 2; COMMIT;
+CREATE TABLE led (id int PRIMARY KEY, v text, tok fencing_token);
+SELECT fencing_protect('led', scope => 'table');
+BEGIN; SET LOCAL fencing.token = 50; INSERT INTO led VALUES (1, 'x'); COMMIT;});
+	is(sqlstate($node, 'upd_notyet', 'ALTER TABLE kept DROP CONSTRAINT kept_pkey'), '55000',
+		"$prev SQL with the new library: dropping a key with tombstones is refused as before");
+	is(sqlstate($node, 'upd_notyet', 'DROP TABLE led'), '',
+		"$prev SQL with the new library: a fenced table-scope table can be dropped");
+	is(sqlstate($node, 'upd_notyet', 'BEGIN; DROP TABLE kept; CREATE TABLE kept (id int PRIMARY KEY); COMMIT'), '',
+		"$prev SQL with the new library: a row-scope table with tombstones can be dropped and recreated");
+}
+
 note 'update paths tested: ' . join(', ',
 	(map { "$_ -> $current" } @chain[ 0 .. $#chain - 1 ]),
 	(@chain > 2 ? ('1.0 -> ' . join(' -> ', @chain[ 1 .. $#chain ])) : ()));

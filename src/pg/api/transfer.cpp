@@ -7,9 +7,11 @@
 #include "pg/base/boundary.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/catalog/policy_store.hpp"
 
 extern "C" {
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -29,6 +31,68 @@ void RequirePlainOrPartitioned(Oid relid) {
                         errmsg("%s is not a table", RelName(relid))));
 }
 
+// Row scope keeps each row's HWM in the row itself: the state the transfer
+// moves does not hold it. A target row of the same key with a lower token
+// than the source's, or none (a copy that missed a write, or a swap undone
+// after the new table was written) would lower it: refused. Run as the caller (the
+// owner of both tables), after the locks. A source row missing from the
+// target is refused too: its key has no row and no tombstone there.
+// The source's token column when it is fenced in row scope, else empty.
+void RowScopeToken(Oid source, char *token) {
+    token[0] = '\0';
+    InternalSession access;
+    BeginInternal(&access);
+    ProtectedRow row;
+    if (ReadProtectedRow(source, &row) && row.scope == Scope::kRow)
+        strlcpy(token, row.token_column, NAMEDATALEN);
+    EndInternal(&access);
+}
+
+// After the state moved (so the target is known to have the token column
+// and the same key): raises when a target row holds a lower token.
+void RequireRowsCarried(Oid source, Oid target, const char *token) {
+    if (token[0] == '\0')
+        return;
+    if (SPI_connect() != SPI_OK_CONNECT)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("fencing: SPI_connect failed")));
+    Oid types[] = {OIDOID, OIDOID, TEXTOID};
+    Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target),
+                      CStringGetTextDatum(token)};
+    int rc = SPI_execute_with_args(
+        "SELECT pg_catalog.format('SELECT pg_catalog.count(*) FROM %s s LEFT JOIN %s t USING (%s)"
+        " WHERE t.ctid IS NULL OR t.%I::pg_catalog.text::pg_catalog.numeric OPERATOR(pg_catalog.<)"
+        " s.%I::pg_catalog.text::pg_catalog.numeric', $1::pg_catalog.regclass,"
+        " $2::pg_catalog.regclass, pg_catalog.string_agg(pg_catalog.quote_ident(a.attname), ', '"
+        " ORDER BY a.attnum), $3, $3)"
+        " FROM pg_catalog.pg_index i JOIN pg_catalog.pg_attribute a"
+        "   ON a.attrelid OPERATOR(pg_catalog.=) i.indrelid"
+        "  AND a.attnum OPERATOR(pg_catalog.=) ANY (i.indkey::pg_catalog.int2[])"
+        " WHERE i.indrelid OPERATOR(pg_catalog.=) $1 AND i.indisprimary"
+        " HAVING pg_catalog.count(*) OPERATOR(pg_catalog.>) 0",
+        3, types, values, nullptr, true, 1);
+    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
+        char *check = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+        // Not read-only: a snapshot taken now, after the locks, not the
+        // statement's (a writer the locks waited for is seen).
+        if (SPI_execute(check, false, 1) == SPI_OK_SELECT && SPI_processed == 1) {
+            char *lower = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+            if (strcmp(lower, "0") != 0)
+                ereport(ERROR,
+                        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                         errmsg("cannot transfer the fencing state of %s to %s: %s of its rows "
+                                "are missing or have a lower token in %s",
+                                RelName(source), RelName(target), lower, RelName(target)),
+                         errdetail("In row scope a row's high-water mark is its own token; "
+                                   "the transfer would lower it (a copy that missed a write, "
+                                   "or a swap undone after the new table was written)."),
+                         errhint("Copy the rows with their tokens into %s first (in the "
+                                 "transaction that transfers, after locking both tables).",
+                                 RelName(target))));
+        }
+    }
+    SPI_finish();
+}
+
 Datum TransferState(FunctionCallInfo fcinfo) {
     Oid source = ExistingRelationArg(fcinfo, 0, "source");
     Oid target = ExistingRelationArg(fcinfo, 1, "target");
@@ -45,13 +109,24 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     // afterwards finds the table that took it.
     LockRelationOid(source, AccessExclusiveLock);
     LockRelationOid(target, AccessExclusiveLock);
+    // A writer that names a partition holds no lock on its parent: lock
+    // every partition too, so that a DELETE in flight there commits (its
+    // tombstone under the parent) before the state is read and moved.
+    find_all_inheritors(source, AccessExclusiveLock, nullptr);
+    find_all_inheritors(target, AccessExclusiveLock, nullptr);
+    char token[NAMEDATALEN];
+    RowScopeToken(source, token);
     InternalSession access;
     BeginInternal(&access);
+    Oid both[] = {source, target};
+    RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
+    RequireRowsInSnapshot(source, "fencing_transfer_state()");
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
     RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr,
                    false);
     EndInternal(&access);
+    RequireRowsCarried(source, target, token);
     PG_RETURN_VOID();
 }
 

@@ -5,15 +5,20 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "access/table.h"
+#include "access/tableam.h"
 #include "catalog/index.h"
 #include "catalog/partition.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/snapmgr.h"
 #include "utils/rel.h"
@@ -128,12 +133,13 @@ void DeleteProtectedRow(Oid relid) {
                    values, nullptr, false);
 }
 
-bool ProtectedRowChangedSinceSnapshot(Oid relid) {
-    const char *sql =
-        "SELECT xmin::pg_catalog.text FROM fencing.protected"
-        " WHERE relid OPERATOR(pg_catalog.=) $1";
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(relid)};
+namespace {
+
+// Whether sql's first column (one row or none) reads differently with the
+// latest snapshot than with the transaction's.
+bool ChangedSinceSnapshot(const char *sql, Oid type, Datum value) {
+    Oid types[] = {type};
+    Datum values[] = {value};
     SPIPlanPtr plan = SPI_prepare(sql, 1, types);
     if (plan == nullptr)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR),
@@ -156,6 +162,104 @@ bool ProtectedRowChangedSinceSnapshot(Oid relid) {
     if (seen[0] == nullptr || seen[1] == nullptr)
         return seen[0] != seen[1];
     return strcmp(seen[0], seen[1]) != 0;
+}
+
+// A step that carries what a REPEATABLE READ snapshot saw, while a fenced
+// write committed after it: 40001.
+[[noreturn]] void ReportCarriedStateChanged(const char *what) {
+    ereport(ERROR,
+            (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+             errmsg("could not serialize access due to a concurrent fenced write"),
+             errdetail("The fenced table that %s carries (its rows, tombstones, high-water "
+                       "marks or policy) changed after this transaction's snapshot was taken; "
+                       "carried as the snapshot sees it, an acknowledged write would be lost "
+                       "or a high-water mark lowered.",
+                       what),
+             errhint("Retry the transaction (take the table's lock first, as its first "
+                     "statement, so that its snapshot sees every write).")));
+    pg_unreachable();
+}
+
+// Whether a row of rel visible to scan_with is invisible to other.
+bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other) {
+    TableScanDesc scan = table_beginscan(rel, scan_with, 0, nullptr);
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    bool differ = false;
+    while (!differ && table_scan_getnextslot(scan, ForwardScanDirection, slot)) {
+        CHECK_FOR_INTERRUPTS();
+        differ = !table_tuple_satisfies_snapshot(rel, slot, other);
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    table_endscan(scan);
+    return differ;
+}
+
+}  // namespace
+
+bool ProtectedRowChangedSinceSnapshot(Oid relid) {
+    return ChangedSinceSnapshot(
+        "SELECT xmin::pg_catalog.text FROM fencing.protected"
+        " WHERE relid OPERATOR(pg_catalog.=) $1",
+        OIDOID, ObjectIdGetDatum(relid));
+}
+
+void RequireStateInSnapshot(const Oid *relids, int n, const char *what) {
+    if (!IsolationUsesXactSnapshot() || n <= 0)
+        return;
+    const char *sql =
+        "SELECT pg_catalog.md5(COALESCE(pg_catalog.string_agg(s.v, ',' ORDER BY s.v), ''))"
+        " FROM (SELECT 'p' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.protected WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 't' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.row_tombstone WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 'h' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.table_hwm WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " UNION ALL SELECT 'f' OPERATOR(pg_catalog.||) relid::pg_catalog.oid::pg_catalog.text"
+        "   OPERATOR(pg_catalog.||) xmin::pg_catalog.text OPERATOR(pg_catalog.||) ctid::pg_catalog.text"
+        "   FROM fencing.tombstone_floor WHERE relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)"
+        " ) s(v)";
+    Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * n));
+    for (int i = 0; i < n; ++i)
+        oids[i] = ObjectIdGetDatum(relids[i]);
+    ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
+    if (ChangedSinceSnapshot(sql, OIDARRAYOID, PointerGetDatum(array)))
+        ReportCarriedStateChanged(what);
+}
+
+void RequireRowsInSnapshot(Oid relid, const char *what) {
+    if (!IsolationUsesXactSnapshot())
+        return;
+    List *rels = get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE
+                     ? find_all_inheritors(relid, AccessShareLock, nullptr)
+                     : list_make1_oid(relid);
+    Snapshot xact = RegisterSnapshot(GetTransactionSnapshot());
+    Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
+    bool differ = false;
+    ListCell *lc;
+    foreach (lc, rels) {
+        if (differ || get_rel_relkind(lfirst_oid(lc)) != RELKIND_RELATION)
+            continue;
+        Relation rel = table_open(lfirst_oid(lc), NoLock);
+        differ = RowsDiffer(rel, latest, xact) || RowsDiffer(rel, xact, latest);
+        table_close(rel, NoLock);
+    }
+    UnregisterSnapshot(latest);
+    UnregisterSnapshot(xact);
+    if (differ)
+        ReportCarriedStateChanged(what);
+}
+
+bool ExtensionFunctionInstalled(const char *signature) {
+    Oid types[] = {TEXTOID};
+    Datum values[] = {CStringGetTextDatum(signature)};
+    RunInternalSql("SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", 1, types, values,
+                   nullptr, true);
+    bool isnull = true;
+    Datum found = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+    return !isnull && DatumGetBool(found);
 }
 
 // The nearest partition ancestor that is protected, if any.

@@ -42,6 +42,26 @@ void DeleteProtectedRow(Oid relid);
 // another version than the transaction's snapshot sees (a policy change
 // committed after a REPEATABLE READ snapshot was taken).
 bool ProtectedRowChangedSinceSnapshot(Oid relid);
+// Under REPEATABLE READ or SERIALIZABLE: refuses (40001) when the fencing
+// state of any of relids (policy, tombstones, table HWM, tombstone floor) as
+// the latest snapshot sees it differs from what the transaction's snapshot
+// sees. A step that carries that state to another table (a swap, a DROP
+// kept for a recreate) reads it with the transaction's snapshot, and would
+// silently leave behind what a writer committed after it was taken.
+// what: the step, for the message. Call inside an internal session.
+void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
+// The same for the rows of relid (every leaf of a partitioned table): a copy
+// made in the transaction (Alembic's batch recreate: INSERT ... SELECT) saw
+// its rows with the snapshot, and a fenced write committed after it would be
+// lost with its token. Reads the heap directly (no user code runs); relid is
+// locked by the caller; under READ COMMITTED it does nothing.
+void RequireRowsInSnapshot(Oid relid, const char *what);
+// Whether the extension's SQL in this database has the function signature
+// ('fencing.keep_dropped_state(oid)'): a database whose extension is not yet
+// updated (ALTER EXTENSION fencing UPDATE) runs this library with the older
+// version's SQL, and keeps that version's behaviour. Inside an internal
+// session.
+bool ExtensionFunctionInstalled(const char *signature);
 
 // Orders the DDL and policy writes of one partition tree: ExclusiveLock on
 // the tree's root (advisory lock, objsubid kPolicyTreeLockField4, classid

@@ -265,13 +265,19 @@ void CheckTokenColumnDrop(Oid named, Oid rel, const Policy &p, const char *colum
 }
 
 // Records rel's primary key before it is dropped (fencing.hold_key).
-void HoldPrimaryKey(Oid rel) {
+// False, holding nothing, before ALTER EXTENSION UPDATE to 1.6 (its SQL has
+// no held keys): the DROP CONSTRAINT is then refused, as it was.
+bool HoldPrimaryKey(Oid rel) {
     InternalSession access;
     BeginInternal(&access);
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(rel)};
-    RunInternalSql("SELECT fencing.hold_key($1)", 1, types, values, nullptr, false);
+    bool installed = ExtensionFunctionInstalled("fencing.hold_key(oid)");
+    if (installed) {
+        Oid types[] = {OIDOID};
+        Datum values[] = {ObjectIdGetDatum(rel)};
+        RunInternalSql("SELECT fencing.hold_key($1)", 1, types, values, nullptr, false);
+    }
     EndInternal(&access);
+    return installed;
 }
 
 // A subcommand of ALTER TABLE on fenced relation rel, refused when it would
@@ -327,10 +333,8 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
     // added back, and a DROP of the table keeps its tombstones under it.
     if (key_change && cmd->subtype == AT_DropConstraint && rel == p.home_relid &&
         named == rel && get_rel_relkind(rel) == RELKIND_RELATION &&
-        HomeHasTombstones(p.home_relid)) {
-        HoldPrimaryKey(rel);
+        HomeHasTombstones(p.home_relid) && HoldPrimaryKey(rel))
         return;
-    }
     if (key_change && HomeHasTombstones(p.home_relid))
         ereport(
             ERROR,

@@ -7,6 +7,7 @@
 #include "pg/hwm/tombstones.hpp"
 #include "pg/base/compat.hpp"
 #include "pg/base/internal_access.hpp"
+#include "pg/catalog/policy_store.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -130,6 +131,20 @@ void KeepDroppedState(List *going) {
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     InternalSession access;
     BeginInternal(&access);
+    // Before ALTER EXTENSION UPDATE to 1.6: a DROP deletes the state, as it did.
+    if (!ExtensionFunctionInstalled("fencing.keep_dropped_state(oid)")) {
+        EndInternal(&access);
+        return;
+    }
+    Oid *relids = static_cast<Oid *>(palloc(sizeof(Oid) * (n > 0 ? n : 1)));
+    for (int i = 0; i < n; ++i)
+        relids[i] = list_nth_oid(going, i);
+    RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
+    for (int i = 0; i < n; ++i) {
+        ProtectedRow row;
+        if (ReadProtectedRow(relids[i], &row))
+            RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
+    }
     Oid types[] = {OIDARRAYOID};
     Datum values[] = {PointerGetDatum(array)};
     RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
