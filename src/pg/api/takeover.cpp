@@ -170,8 +170,10 @@ PGPROC *BackendRunning(const VirtualTransactionId &vxid) {
 bool MaySignal(PGPROC *proc) {
     if (proc == nullptr || proc == MyProc)
         return false;
-    // As pg_terminate_backend: a superuser's backend only for a superuser.
-    return !superuser_arg(proc->roleId) || superuser();
+    // As pg_terminate_backend: a superuser's backend only for a superuser,
+    // and a backend with no role (a background worker connected without
+    // one runs as the bootstrap superuser) is treated as a superuser's.
+    return (OidIsValid(proc->roleId) && !superuser_arg(proc->roleId)) || superuser();
 }
 
 }  // namespace
