@@ -329,6 +329,48 @@ def check_timing(ev, db, res, margin, stopped_until=None, unconfirmed=0.0, resum
     return "; ".join(notes)
 
 
+def self_test():
+    """check_timing's rules on recorded calls (no cluster): the early case
+    of a renewal executed after the lost event, and the failures it must
+    still report."""
+    global expiries
+    real, m, ttl = expiries, MARGIN, TTL
+    t = 1000.0
+    base = [(t, t + ttl), (t + 1, t + 1 + ttl)]  # acquire, one confirmed renewal at t+1
+    deadline = t + 1 + ttl - m
+
+    def verdict(calls, at, **kw):
+        globals()["expiries"] = lambda db, res, token: calls
+        try:
+            check_timing({"at": at, "reason": "expired", "token": "1"}, None, "r", m, **kw)
+            return "pass"
+        except CaseFail as e:
+            return str(e)
+    try:
+        late_renewal = base + [(deadline + 0.18, deadline + 0.18 + ttl)]
+        checks = [
+            ("lost at the deadline", verdict(base, deadline), True),
+            ("a renewal executed 0.18 s after the lost event", verdict(late_renewal, deadline), True),
+            ("lost a second before a confirmed expiry", verdict(base, deadline - 1.0), False),
+            ("a confirmed renewal 1 s before the lost event",
+             verdict(base + [(deadline - 1.0, deadline - 1.0 + ttl)], deadline), False),
+            ("lost after the server's expiry", verdict(base, t + 1 + ttl + 0.1), False),
+            ("stopped: within SIGCONT + slack", verdict(base, t + 10.2, stopped_until=t + 10), True),
+            ("stopped: past SIGCONT + slack", verdict(base, t + 10.5, stopped_until=t + 10), False),
+            ("stopped: within the measured resume delay",
+             verdict(base, t + 10.5, stopped_until=t + 10, resume_delay=0.3), True),
+        ]
+    finally:
+        globals()["expiries"] = real
+    bad = 0
+    for i, (what, got, want_pass) in enumerate(checks, 1):
+        ok = (got == "pass") == want_pass
+        bad += not ok
+        print(f"{'ok' if ok else 'not ok'} {i} - check_timing: {what}: {got}")
+    print(f"1..{len(checks)}")
+    sys.exit(1 if bad else 0)
+
+
 def kind(answer):
     return None if answer.get("ok") else (answer.get("error") or {}).get("kind")
 
@@ -616,7 +658,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", default="")
     ap.add_argument("--cases", default="")
+    ap.add_argument("--self-test", action="store_true", help="check_timing's rules only, no cluster")
     args = ap.parse_args()
+    if args.self_test:
+        self_test()
     names = [n for n in args.agents.split(",") if n] or sorted(
         d for d in os.listdir(AGENTS) if os.path.isdir(os.path.join(AGENTS, d)))
     cases = [n for n in args.cases.split(",") if n] or list(CASES)
