@@ -627,9 +627,10 @@ def setup_run(c):
 
 
 def setup_case(db, table):
-    """A table of the case's own (and of this agent's): row HWMs belong to the
-    logical table and survive DROP and CREATE under the same name, so a name
-    is never reused within a run, nor across runs (the run's id is in it)."""
+    """A table of the case's own (and of this agent's), under a name never
+    used before (the run's id is in it): no row HWM of another case or agent
+    can reach it, whatever DROP and CREATE under one name carry across (the
+    design wants a recreated table to keep its HWMs)."""
     global TABLE
     TABLE = table
     db.execute(f"CREATE TABLE {TABLE} (id int PRIMARY KEY, v text, n int NOT NULL DEFAULT 0,"
