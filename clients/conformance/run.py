@@ -318,6 +318,7 @@ def check_timing(ev, db, res, margin, stopped_until=None, unconfirmed=0.0, resum
         need(at >= confirmed - margin - unconfirmed - SLACK - sched,
              f"lost EARLY: at {at - confirmed:+.3f} s from the expiry of the last call executed before it"
              f" (margin {margin}, scheduling delay {sched:.3f} s)")
+        notes.append(f"lost {at - confirmed:+.3f} s from the confirmed expiry")
         if after:
             notes.append(f"a renewal executed {after[0]:+.3f} s after the lost event (unconfirmed)")
     if stopped_until is not None:
@@ -477,7 +478,7 @@ def case_commit_check(a, db, c, res):
     need(ev is not None, "no lost event")
     note = check_timing(ev, db, res, MARGIN)
     a.call("close", lease="L")
-    return "refused before COMMIT" + (f"; {note}" if note else "")
+    return f"refused before COMMIT; {note}"
 
 
 def _wait_blocked_renewal(db, limit):
@@ -576,7 +577,7 @@ def _restart(a, db_holder, c, res, how):
     if ev is not None:
         note = check_timing(ev, db, res, margin, unconfirmed=RESTART_TTL / 3 * 1.2)
         need(kind(w) == "LeaseLost", f"write of a lost lease: {w}")
-        outcome = "lost (not early, not late)" + (f"; {note}" if note else "")
+        outcome = f"lost (not early, not late): {note}"
     else:
         need(srv[2], f"the library says held, the server says not live: {srv}")
         need(w.get("ok") and w["rows"] == 1, f"write after the restart: {w}")
