@@ -30,9 +30,11 @@ TTL = 3.0                 # the standard cases' lease
 MARGIN = max(TTL / 5, 0.05)
 RENEW = TTL / 3
 RESTART_TTL = 5.0
-SLACK = 0.25              # scheduling and send-to-execute allowance, seconds
+SLACK = 0.25              # the library's own allowance on an idle machine, seconds; the
+                          # machine's measured scheduling delay is added to it (Probe)
 NS = "conformance"
-TABLE = "conformance_t"
+TABLE = "conformance_t"   # the current case's table: main() names one per agent and case
+RENEWALS = "conformance_renewals"  # the server's record of every call that set an expiry
 
 
 class CaseFail(Exception):
@@ -42,6 +44,75 @@ class CaseFail(Exception):
 def need(cond, why):
     if not cond:
         raise CaseFail(why)
+
+
+# ------------------------------------------------------------------ scheduling delay
+
+PROBE_SRC = "import sys, time\nfor _ in sys.stdin:\n    print(repr(time.time()), flush=True)\n"
+
+
+class Probe:
+    """A trivial process blocked in read(): the time it takes to answer a
+    line is this machine's scheduling delay right now. sample() measures one
+    round trip; resume_delay() measures how long after SIGCONT a stopped
+    process runs again (the runner stops and continues it with the agent)."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen([sys.executable, "-u", "-c", PROBE_SRC], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.samples = []  # (time, round trip)
+        self.sample()
+
+    def _ask(self):
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+    def sample(self):
+        t0 = time.time()
+        self._ask()
+        self.proc.stdout.readline()
+        t1 = time.time()
+        self.samples.append((t1, t1 - t0))
+        return t1 - t0
+
+    def worst(self, since, until):
+        """The longest round trip measured in [since, until] (0 if none)."""
+        return max((d for t, d in self.samples if since <= t <= until), default=0.0)
+
+    def stop(self):
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        self._ask()  # waits in the pipe until SIGCONT
+
+    def resume_delay(self, t_cont):
+        """After cont(): when the stopped probe answered, relative to t_cont."""
+        return float(self.proc.stdout.readline()) - t_cont
+
+    def cont(self):
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def close(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Sampler(threading.Thread):
+    """Samples a Probe every 0.1 s for the whole run."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.probe = Probe()
+        self.done = threading.Event()
+
+    def run(self):
+        while not self.done.wait(0.1):
+            self.probe.sample()
+
+    def worst(self, since, until):
+        return self.probe.worst(since, until)
+
+
+SAMPLER = None
+STOP_PROBE = None
 
 
 # ------------------------------------------------------------------ the cluster
@@ -208,21 +279,97 @@ def runner_write(db, token, rid, value):
         db.execute(f"UPDATE {TABLE} SET v = %s, n = n + 1 WHERE id = %s", (value, rid))
 
 
-def check_timing(ev, expiry, margin, stopped_until=None, unconfirmed=0.0):
-    """Never early, never late (PROTOCOL.md). unconfirmed: in a crash, a
-    renewal can commit while its answer is lost; the library rightly counts
-    from the last renewal it saw confirmed, up to one renewal interval before
-    the server's expiry."""
+def expiries(db, res, token):
+    """Every call that set the agent's lease's expiry, as the server recorded
+    it (RENEWALS): [(executed_at, expires_at)], oldest first."""
+    return db.execute(
+        f"SELECT extract(epoch FROM executed_at)::float8, extract(epoch FROM expires_at)::float8"
+        f"  FROM {RENEWALS} WHERE namespace = %s AND resource = %s AND token = %s ORDER BY executed_at",
+        (NS, res, int(token))).fetchall()
+
+
+def check_timing(ev, db, res, margin, stopped_until=None, unconfirmed=0.0, resume_delay=0.0):
+    """Never early, never late (PROTOCOL.md).
+
+    Early is measured against the latest expiry set by a call the server
+    executed before the lost event: only such a call can have been confirmed
+    to the library in time. A renewal sent before the deadline but executed
+    after the lost event (a cancel raced with it) set an expiry the library
+    never saw confirmed; losing the lease then is what the contract says.
+    The allowance is SLACK plus the worst scheduling delay the sampler
+    measured in the TTL before the event (the send-to-execute delay of the
+    call the library counted from). unconfirmed: in a crash, a renewal can
+    commit while its answer is lost; the library rightly counts from the
+    last renewal it saw confirmed, up to one renewal interval before.
+
+    Late is measured against the last expiry the server set at all; a
+    stopped agent may be late until SIGCONT + SLACK + resume_delay (how long a
+    trivial process continued at the same moment took to run)."""
     at = float(ev["at"])
+    calls = expiries(db, res, ev["token"])
+    need(calls, f"the server recorded no call for token {ev['token']}")
+    final = max(e for _, e in calls)
+    before = [e for x, e in calls if x <= at]
+    after = [x - at for x, e in calls if x > at and e > max(before, default=0.0)]
+    confirmed = max(before, default=final)
+    notes = []
     if ev.get("reason") == "expired":
-        need(at >= expiry - margin - unconfirmed - SLACK,
-             f"lost EARLY: at {at - expiry:+.3f} s from the server's expiry (margin {margin})")
+        sched = SAMPLER.worst(at - 5 * margin - 1.0, at) if SAMPLER else 0.0
+        need(at >= confirmed - margin - unconfirmed - SLACK - sched,
+             f"lost EARLY: at {at - confirmed:+.3f} s from the expiry of the last call executed before it"
+             f" (margin {margin}, scheduling delay {sched:.3f} s)")
+        notes.append(f"lost {at - confirmed:+.3f} s from the confirmed expiry")
+        if after:
+            notes.append(f"a renewal executed {after[0]:+.3f} s after the lost event (unconfirmed)")
     if stopped_until is not None:
-        need(at <= max(expiry, stopped_until + SLACK),
-             f"lost LATE: {at - stopped_until:+.3f} s after SIGCONT")
+        limit = stopped_until + SLACK + resume_delay
+        need(at <= max(final, limit),
+             f"lost LATE: {at - stopped_until:+.3f} s after SIGCONT (limit {SLACK} + {resume_delay:.3f} s)")
     else:
-        need(at <= expiry, f"lost LATE: {at - expiry:+.3f} s after the server's expiry")
-    return at - expiry
+        need(at <= final, f"lost LATE: {at - final:+.3f} s after the server's expiry")
+    return "; ".join(notes)
+
+
+def self_test():
+    """check_timing's rules on recorded calls (no cluster): the early case
+    of a renewal executed after the lost event, and the failures it must
+    still report."""
+    global expiries
+    real, m, ttl = expiries, MARGIN, TTL
+    t = 1000.0
+    base = [(t, t + ttl), (t + 1, t + 1 + ttl)]  # acquire, one confirmed renewal at t+1
+    deadline = t + 1 + ttl - m
+
+    def verdict(calls, at, **kw):
+        globals()["expiries"] = lambda db, res, token: calls
+        try:
+            check_timing({"at": at, "reason": "expired", "token": "1"}, None, "r", m, **kw)
+            return "pass"
+        except CaseFail as e:
+            return str(e)
+    try:
+        late_renewal = base + [(deadline + 0.18, deadline + 0.18 + ttl)]
+        checks = [
+            ("lost at the deadline", verdict(base, deadline), True),
+            ("a renewal executed 0.18 s after the lost event", verdict(late_renewal, deadline), True),
+            ("lost a second before a confirmed expiry", verdict(base, deadline - 1.0), False),
+            ("a confirmed renewal 1 s before the lost event",
+             verdict(base + [(deadline - 1.0, deadline - 1.0 + ttl)], deadline), False),
+            ("lost after the server's expiry", verdict(base, t + 1 + ttl + 0.1), False),
+            ("stopped: within SIGCONT + slack", verdict(base, t + 10.2, stopped_until=t + 10), True),
+            ("stopped: past SIGCONT + slack", verdict(base, t + 10.5, stopped_until=t + 10), False),
+            ("stopped: within the measured resume delay",
+             verdict(base, t + 10.5, stopped_until=t + 10, resume_delay=0.3), True),
+        ]
+    finally:
+        globals()["expiries"] = real
+    bad = 0
+    for i, (what, got, want_pass) in enumerate(checks, 1):
+        ok = (got == "pass") == want_pass
+        bad += not ok
+        print(f"{'ok' if ok else 'not ok'} {i} - check_timing: {what}: {got}")
+    print(f"1..{len(checks)}")
+    sys.exit(1 if bad else 0)
 
 
 def kind(answer):
@@ -258,36 +405,38 @@ def _acquire(a, res, ttl=TTL):
 
 def _stop_past_ttl(a, db, res, rid):
     """SIGSTOP the agent past its TTL; the runner takes the lease and writes
-    row rid under its new token; returns (runner token, expiry, cont time)."""
+    row rid under its new token; returns (runner token, SIGCONT time, the
+    delay a trivial process continued at the same moment took to run)."""
     a.call("write", lease="L", table=TABLE, row=rid, value="agent-before")
     t_stop = time.time()
     os.kill(a.pid, signal.SIGSTOP)
     time.sleep(0.5)
-    srv = server_lease(db, res)
-    expiry = srv[1]
     tok2 = db.execute("SELECT fencing_acquire(%s, 'runner', '30 s', '10 s', %s)::text",
                       (res, NS)).fetchone()[0]
     need(tok2 is not None, "the runner could not take the lease after the agent's TTL")
     runner_write(db, tok2, rid, "runner")
     time.sleep(max(0.0, t_stop + TTL + 1.5 - time.time()))
+    STOP_PROBE.stop()
     t_cont = time.time()
     os.kill(a.pid, signal.SIGCONT)
-    return tok2, expiry, t_cont
+    STOP_PROBE.cont()
+    return tok2, t_cont, STOP_PROBE.resume_delay(t_cont)
 
 
 def case_sigstop(a, db, c, res):
     _acquire(a, res)
-    tok2, expiry, t_cont = _stop_past_ttl(a, db, res, 2)
+    tok2, t_cont, resumed = _stop_past_ttl(a, db, res, 2)
     w = a.attempt("write", lease="L", table=TABLE, row=2, value="late")
     need(kind(w) == "LeaseLost", f"the late write was not refused as LeaseLost: {w}")
     ev = a.wait_lost("L", 1.0)
     need(ev is not None, "no lost event after SIGCONT")
     need(ev["reason"] == "expired", f"reason {ev['reason']}, not expired")
-    check_timing(ev, expiry, MARGIN, stopped_until=t_cont)
+    note = check_timing(ev, db, res, MARGIN, stopped_until=t_cont, resume_delay=resumed)
     need(row(db, 2)[0] == "runner", f"row 2 changed: {row(db, 2)}")
     a.call("close", lease="L")
     db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok2, NS))
-    return f"lost {float(ev['at']) - t_cont:+.3f} s after SIGCONT; late write refused"
+    return (f"lost {float(ev['at']) - t_cont:+.3f} s after SIGCONT (a trivial process: {resumed:+.3f} s);"
+            f" late write refused" + (f"; {note}" if note else ""))
 
 
 def case_refused_renewal(a, db, c, res):
@@ -327,9 +476,9 @@ def case_commit_check(a, db, c, res):
     need(row(db, 4) == before, f"row 4 changed: {before} -> {row(db, 4)}")
     ev = a.wait_lost("L", 1.0)
     need(ev is not None, "no lost event")
-    check_timing(ev, srv[1], MARGIN)
+    note = check_timing(ev, db, res, MARGIN)
     a.call("close", lease="L")
-    return "refused before COMMIT"
+    return f"refused before COMMIT; {note}"
 
 
 def _wait_blocked_renewal(db, limit):
@@ -374,9 +523,10 @@ def case_close_during_renewal(a, db, c, res):
 
 def case_release_lost(a, db, c, res):
     _acquire(a, res)
-    tok2, expiry, t_cont = _stop_past_ttl(a, db, res, 6)
+    tok2, t_cont, resumed = _stop_past_ttl(a, db, res, 6)
     ev = a.wait_lost("L", 1.0)
     need(ev is not None, "no lost event after SIGCONT")
+    check_timing(ev, db, res, MARGIN, stopped_until=t_cont, resume_delay=resumed)
     r = a.attempt("release", lease="L")
     need(r.get("ok"), f"release of a lost lease raised: {r}")
     need(r.get("released") is False, f"release of a lost lease said released={r.get('released')}")
@@ -425,9 +575,9 @@ def _restart(a, db_holder, c, res, how):
     w = a.attempt("write", lease="L", table=TABLE, row=8, value="after-restart")
     ev = a.wait_lost("L", 0) or ev
     if ev is not None:
-        check_timing(ev, server_lease(db, res)[1], margin, unconfirmed=RESTART_TTL / 3 * 1.2)
+        note = check_timing(ev, db, res, margin, unconfirmed=RESTART_TTL / 3 * 1.2)
         need(kind(w) == "LeaseLost", f"write of a lost lease: {w}")
-        outcome = "lost (not early, not late)"
+        outcome = f"lost (not early, not late): {note}"
     else:
         need(srv[2], f"the library says held, the server says not live: {srv}")
         need(w.get("ok") and w["rows"] == 1, f"write after the restart: {w}")
@@ -451,19 +601,44 @@ CASES = {
 RESTARTS = {"restart_fast", "restart_immediate", "restart_kill9"}
 
 
-def setup_db(c, db=None):
-    if db is not None:
-        db.close()
+def setup_run(c):
+    """Once per run: the extension, and the server's record of every call
+    that sets a lease's expiry in the runner's namespace (executed_at is the
+    call's clock_timestamp(), in the call's own transaction: it survives a
+    crash exactly when the renewal does)."""
     db = c.connect()
     db.execute("CREATE EXTENSION IF NOT EXISTS fencing")
-    db.execute(f"DROP TABLE IF EXISTS {TABLE}")
+    db.execute(f"DROP TABLE IF EXISTS {RENEWALS}")
+    db.execute(f"CREATE TABLE public.{RENEWALS} (namespace text, resource text, token int8,"
+               " executed_at timestamptz, expires_at timestamptz)")
+    db.execute(f"""CREATE OR REPLACE FUNCTION public.conformance_record() RETURNS trigger
+        LANGUAGE plpgsql SET search_path = pg_catalog AS $$
+        BEGIN
+            IF NEW.namespace = '{NS}' AND (TG_OP = 'INSERT' OR NEW.expires_at IS DISTINCT FROM OLD.expires_at
+                                           OR NEW.token IS DISTINCT FROM OLD.token) THEN
+                INSERT INTO public.{RENEWALS}
+                    VALUES (NEW.namespace, NEW.resource, NEW.token, clock_timestamp(), NEW.expires_at);
+            END IF;
+            RETURN NULL;
+        END $$""")
+    db.execute("DROP TRIGGER IF EXISTS conformance_record ON fencing.lease")
+    db.execute("CREATE TRIGGER conformance_record AFTER INSERT OR UPDATE ON fencing.lease"
+               " FOR EACH ROW EXECUTE FUNCTION public.conformance_record()")
+    return db
+
+
+def setup_case(db, table):
+    """A table of the case's own (and of this agent's), under a name never
+    used before (the run's id is in it): no row HWM of another case or agent
+    can reach it, whatever DROP and CREATE under one name carry across (the
+    design wants a recreated table to keep its HWMs)."""
+    global TABLE
+    TABLE = table
     db.execute(f"CREATE TABLE {TABLE} (id int PRIMARY KEY, v text, n int NOT NULL DEFAULT 0,"
                " fence fencing_token)")
-    db.execute("SELECT fencing_acquire('conformance-setup', 'runner', '1 s', NULL, %s)", (NS,))
     with db.transaction():
         db.execute("SELECT pg_catalog.set_config('fencing.token', '1', true)")
         db.execute(f"INSERT INTO {TABLE} (id, v) SELECT g, 'init' FROM generate_series(1, 10) g")
-    return db
 
 
 def build(name, log):
@@ -485,7 +660,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", default="")
     ap.add_argument("--cases", default="")
+    ap.add_argument("--self-test", action="store_true", help="check_timing's rules only, no cluster")
     args = ap.parse_args()
+    if args.self_test:
+        self_test()
     names = [n for n in args.agents.split(",") if n] or sorted(
         d for d in os.listdir(AGENTS) if os.path.isdir(os.path.join(AGENTS, d)))
     cases = [n for n in args.cases.split(",") if n] or list(CASES)
@@ -499,8 +677,14 @@ def main():
     c.cluster_sh("start")
     results = {}
     n = failed = 0
+    run_id = format(int(time.time() * 1000) % 36 ** 8, "x")
+    global SAMPLER, STOP_PROBE
+    SAMPLER = Sampler()
+    SAMPLER.start()
+    STOP_PROBE = Probe()
+    started = time.monotonic()
     try:
-        holder = [setup_db(c)]
+        holder = [setup_run(c)]
         for name in names:
             log = open(os.path.join(LOGDIR, f"{name}.log"), "w")
             status, why = build(name, log)
@@ -511,10 +695,10 @@ def main():
                 else:
                     log.write(f"==== {case}\n")
                     log.flush()
-                    res = f"{name}-{case}-{int(time.time() * 1000)}"
-                    holder[0] = setup_db(c, holder[0])  # a fresh table: row HWMs from earlier cases
+                    res = f"{name}-{case}-{run_id}"
                     a = None
                     try:
+                        setup_case(holder[0], f"conformance_{run_id}_{name}_{case}")
                         a = Agent(name, c, log)
                         detail = CASES[case](a, holder if case in RESTARTS else holder[0], c, res)
                         verdict = "pass: " + detail
@@ -538,8 +722,11 @@ def main():
                 print(f"{ok} {n} - {name} {case}: {verdict}{skip}", flush=True)
             log.close()
     finally:
+        SAMPLER.done.set()
         c.cluster_sh("stop")
     print(f"1..{n}")
+    worst = max((d for _, d in SAMPLER.probe.samples), default=0.0)
+    print(f"# run time {time.monotonic() - started:.0f} s; worst scheduling delay measured {worst:.3f} s")
     print("\nconformance results (pass / FAIL / skip):")
     width = max(len(x) for x in cases)
     print(" " * (width + 2) + "".join(f"{x:>10}" for x in names))
