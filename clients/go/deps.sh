@@ -18,10 +18,15 @@
 # unpacked versions, replace each module by its directory) and GOFLAGS selects
 # it with -modfile, so no proxy, no checksum database and no vendor/ is needed.
 #
-#   FENCING_GO_DEPS   the cache directory (default: <repo>/build/go-deps)
+#   FENCING_GO_DEPS   the cache directory (default: /var/cache/fencing-go/deps
+#                     when /var/cache is writable, as the PostgreSQL builds'
+#                     caches are, so a fresh clone reuses it; else <repo>/build/go-deps)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
+if [ -z "${FENCING_GO_DEPS:-}" ] && [ -w /var/cache ]; then
+    FENCING_GO_DEPS=/var/cache/fencing-go/deps
+fi
 CACHE=${FENCING_GO_DEPS:-$ROOT/build/go-deps}
 GOVER=1.26
 PKGS=(golang-$GOVER-go golang-$GOVER-src golang-github-jackc-pgx-v5-dev golang-github-jackc-puddle-v2-dev

@@ -15,7 +15,7 @@ ROOT=$(cd ../.. && pwd)
 PORT=${CLIENT_GO_PGPORT:-55447}
 export FENCING_PGPORT=$PORT
 export FENCING_CLUSTER_DIR=${CLIENT_GO_DIR:-/tmp/fencing-client-go-$PORT}
-export GOCACHE=${GOCACHE:-$ROOT/build/go-cache} GOPATH=${GOPATH:-$ROOT/build/gopath}
+export GOCACHE=${GOCACHE:-$([ -w /var/cache ] && echo /var/cache/fencing-go/build-cache || echo "$ROOT/build/go-cache")} GOPATH=${GOPATH:-$ROOT/build/gopath}
 
 n=0
 check() {  # check NAME STATUS
