@@ -27,7 +27,7 @@ FULL_ONLY=(
     gnuplot-nox  # the plots of bench/REPORT.md (make bench)
     python3-yaml
     # clients/go: its deps.sh fetches Go 1.26 and pgx v5 from Debian sid with apt-get download
-    # into build/go-deps (nothing installed); golang-go only for other Go code
+    # into /var/cache/fencing-go (nothing installed); golang-go only for other Go code
     golang-go
     zookeeper python3-kazoo
     # the Patroni suite (test/patroni): Patroni's etcd3 DCS imports python3-etcd
