@@ -182,7 +182,7 @@ bool ChangedSinceSnapshot(const char *sql, Oid type, Datum value) {
 
 // Whether a row of rel visible to scan_with is invisible to other.
 bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other) {
-    TableScanDesc scan = table_beginscan(rel, scan_with, 0, nullptr);
+    TableScanDesc scan = BeginTableScan(rel, scan_with);
     TupleTableSlot *slot = table_slot_create(rel, nullptr);
     bool differ = false;
     while (!differ && table_scan_getnextslot(scan, ForwardScanDirection, slot)) {

@@ -116,7 +116,9 @@ bool ResourceHwmLocker(const char *name_space, const char *resource, Token *hwm,
         return false;
     hwm::OpenIndex(&a);
     TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
-    IndexScanDesc scan = BeginIndexScan(a.rel, a.index, GetLatestSnapshot(), a.scan_nkeys, 0);
+    // A scan's snapshot must be registered (assert-enabled servers check).
+    Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
+    IndexScanDesc scan = BeginIndexScan(a.rel, a.index, latest, a.scan_nkeys, 0);
     index_rescan(scan, a.keys, a.scan_nkeys, nullptr, 0);
     bool found = index_getnext_slot(scan, ForwardScanDirection, slot);
     if (found) {
@@ -136,6 +138,7 @@ bool ResourceHwmLocker(const char *name_space, const char *resource, Token *hwm,
             heap_freetuple(tuple);
     }
     index_endscan(scan);
+    UnregisterSnapshot(latest);
     ExecDropSingleTupleTableSlot(slot);
     hwm::CloseDirect(&a);
     return found;
