@@ -9,6 +9,8 @@
 # Writers at the HWM share the HWM lock; a raise asks for it exclusively, and
 # PostgreSQL's lock manager queues every later share request behind a waiting
 # exclusive one, so the raise waits only for the writes already admitted.
+# fencing_acquire is given a wait: without one it only tries, and returns NULL
+# while writers hold the lock (issue 29's "at once without a wait").
 #
 # Runs against the server the libpq environment names (test/run-all.sh runs
 # it on its scratch cluster; by hand: eval "$(test/cluster.sh env)" first, or
@@ -70,6 +72,6 @@ scenario() {
 
 scenario resource res "SELECT fencing_resource_advance('starve', 6)" t
 scenario table tab "SELECT fencing_advance('tab', 6)" t
-scenario acquire acq "SELECT fencing_acquire('leased', 'new-holder', '30 s')" 6
+scenario acquire acq "SELECT fencing_acquire('leased', 'new-holder', '30 s', wait => '5 s')" 6
 psql -X -q -d postgres -c "DROP DATABASE $DB"
 finish

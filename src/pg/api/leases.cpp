@@ -316,9 +316,14 @@ bool Granted(const AttemptResult &r) {
     return r.outcome == Attempt::kAcquired || r.outcome == Attempt::kReacquired;
 }
 
-// lock_timeout in milliseconds for a wait of at most wait_us (at least 1 ms),
-// never longer than the session's own lock_timeout.
+// lock_timeout in milliseconds for a wait of at most wait_us, never longer
+// than the session's own lock_timeout. Without a wait (wait_us 0) the
+// session's own: the row locks met after the checks are those of raises and
+// first acquires begun in between, which commit at once, and a try must not
+// fail on them with an error where it would return NULL.
 int LockTimeoutFor(int64 wait_us) {
+    if (wait_us <= 0)
+        return LockTimeout;
     int64 ms = Max((wait_us + 999) / 1000, int64{1});
     if (ms > INT_MAX)
         ms = INT_MAX;
@@ -499,12 +504,27 @@ Token RaiseWithin(const char *name_space, const char *resource, Token last, int6
     // flight) is waited for within the wait too (55P03 then).
     int saved = LockTimeout;
     LockTimeout = LockTimeoutFor(wait_us);
+    MemoryContext context = CurrentMemoryContext;
     Token token = 0;
     PG_TRY();
     { token = RaiseAboveHwm(name_space, resource, last); }
-    PG_FINALLY();
-    { LockTimeout = saved; }
+    PG_CATCH();
+    {
+        LockTimeout = saved;
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        if (error->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+            PG_RE_THROW();
+        FlushErrorState();
+        ereport(ERROR, (errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+                        errmsg("could not acquire the lease of resource %s within its wait",
+                               quote_literal_cstr(resource)),
+                        errdetail("Another transaction holds the resource's high-water mark "
+                                  "row locked."),
+                        errhint("Retry once that transaction has ended, or wait longer.")));
+    }
     PG_END_TRY();
+    LockTimeout = saved;
     return token;
 }
 
