@@ -139,8 +139,13 @@ def worker(index, seed, clock, attempts, results):
     rnd = random.Random(seed)
     stats = Counter()
     errors = []
-    conn = psycopg.connect("", autocommit=True)
-    conn.execute("SET statement_timeout = '120s'")
+
+    def connect():
+        c = psycopg.connect("", autocommit=True)
+        c.execute("SET statement_timeout = '120s'")
+        return c
+
+    conn = connect()
     holder = f"w{index}"
     leases = {}  # resource -> token of a lease this worker was granted
 
@@ -339,6 +344,21 @@ def worker(index, seed, clock, attempts, results):
                 stats["rejected (0 rows)"] += 1
                 break
             except psycopg.Error as e:
+                if conn.closed or conn.broken:
+                    # Taken over: a successor's acquire ended this session
+                    # while it wrote with its expired lease's token (TF003,
+                    # or 57P01 without shared_preload_libraries). Its open
+                    # transaction rolled back; the history shows only what
+                    # committed. Any other lost connection is an error.
+                    msg = str(e)
+                    if e.sqlstate in ("TF003", "57P01") or "taken over" in msg \
+                            or "administrator command" in msg:
+                        stats["taken over"] += 1
+                    else:
+                        errors.append(f"[lost connection] {msg.splitlines()[0] if msg else e!r}")
+                    conn = connect()
+                    leases.clear()
+                    break
                 conn.execute("ROLLBACK")
                 st = e.sqlstate or "?"
                 if st in RETRYABLE:
@@ -519,7 +539,8 @@ def main():
           f" (logged {leases_logged}), rejections: {rejections}"
           f" ({stats['rejected (TF001)']} TF001, {stats['rejected (0 rows)']} 0-row fenced calls),"
           f" no row: {stats['no row']}, duplicate keys: {stats['duplicate key']},"
-          f" lease busy: {stats['lease busy']}, re-acquired: {stats['re-acquired']}")
+          f" lease busy: {stats['lease busy']}, re-acquired: {stats['re-acquired']},"
+          f" holders taken over: {stats['taken over']}")
     print(f"# pauses (SIGSTOP): {pstats['pauses']}, sleeps in open transactions:"
           f" {stats['sleeps in transaction']}, deadlocks retried: {stats['deadlocks retried']},"
           f" renewals: {stats['renewed']}/{stats['renewed'] + stats['renew refused']},"
