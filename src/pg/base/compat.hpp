@@ -17,6 +17,7 @@ extern "C" {
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "storage/lock.h"
 #include "postmaster/bgworker.h"
 #include "storage/proc.h"
@@ -265,6 +266,21 @@ inline config_generic *FindSettingRecord(const char *name) {
         if (pg_strcasecmp(all[i]->name, name) == 0)
             return all[i];
     return nullptr;
+#endif
+}
+
+// Whether this transaction holds any lock on the relation (17 gave
+// LockHeldByMe an "or stronger" argument).
+inline bool RelationLockedByMe(Oid relid) {
+    LOCKTAG tag;
+    SET_LOCKTAG_RELATION(tag, MyDatabaseId, relid);
+#if PG_VERSION_NUM >= 170000
+    return LockHeldByMe(&tag, AccessShareLock, true);
+#else
+    for (LOCKMODE mode = AccessShareLock; mode <= AccessExclusiveLock; ++mode)
+        if (LockHeldByMe(&tag, mode))
+            return true;
+    return false;
 #endif
 }
 

@@ -294,7 +294,8 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
         CheckTokenColumnDrop(named, rel, p, cmd->name);
     const char *home = RelName(p.home_relid);
     if (cmd->subtype == AT_AlterColumnType && attnum > 0 &&
-        (attnum == p.token_attnum || (p.scope == Scope::kResource && attnum == p.resource_attnum)) &&
+        (attnum == p.token_attnum ||
+         (p.scope == Scope::kResource && attnum == p.resource_attnum)) &&
         !(attnum == p.token_attnum && KeepsTokens(rel, attnum, cmd)))
         ereport(ERROR,
                 (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -331,9 +332,9 @@ void CheckAlterTableCmd(Oid named, Oid rel, const Policy &p, AlterTableCmd *cmd)
     // drops the old table's constraints before it copies it): the key is held
     // (fencing.hold_key), the table refuses writes until the same key is
     // added back, and a DROP of the table keeps its tombstones under it.
-    if (key_change && cmd->subtype == AT_DropConstraint && rel == p.home_relid &&
-        named == rel && get_rel_relkind(rel) == RELKIND_RELATION &&
-        HomeHasTombstones(p.home_relid) && HoldPrimaryKey(rel))
+    if (key_change && cmd->subtype == AT_DropConstraint && rel == p.home_relid && named == rel &&
+        get_rel_relkind(rel) == RELKIND_RELATION && HomeHasTombstones(p.home_relid) &&
+        HoldPrimaryKey(rel))
         return;
     if (key_change && HomeHasTombstones(p.home_relid))
         ereport(
@@ -625,10 +626,12 @@ void CheckAlterTable(AlterTableStmt *stmt) {
             OnDetach(castNode(PartitionCmd, cmd->def));
         else if (cmd->subtype == AT_DetachPartitionFinalize)
             OnDetachFinalize(named, castNode(PartitionCmd, cmd->def));
+        // Read from pg_trigger: a lock on each partition here, before
+        // ALTER TABLE locks anything, would wait for every session loading one.
         foreach (lc, targets) {
             Policy policy;
             if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION &&
-                GuardPolicy(lfirst_oid(lc), &policy))
+                GuardPolicyUnlocked(lfirst_oid(lc), &policy))
                 CheckAlterTableCmd(named, lfirst_oid(lc), policy, cmd);
         }
     }

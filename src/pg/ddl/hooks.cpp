@@ -124,12 +124,13 @@ bool FollowPolicyColumns(Oid relid, Oid leaf, const Policy &policy, ProtectedRow
 // A protected table after DDL: its policy follows its columns, or else its
 // guards are synced (e.g. a partition attached).
 void FollowPolicy(Oid relid, ProtectedRow *row) {
-    List *guarded = GuardedRelations(relid, AccessShareLock);
+    // No lock on the leaves here: see SyncTouchedGuards.
+    List *guarded = GuardedRelations(relid, NoLock);
     Policy policy;
-    if (guarded != NIL && GuardPolicy(linitial_oid(guarded), &policy) &&
+    if (guarded != NIL && GuardPolicyUnlocked(linitial_oid(guarded), &policy) &&
         FollowPolicyColumns(relid, linitial_oid(guarded), policy, row))
         return;
-    SyncGuards(relid);
+    SyncTouchedGuards(relid);
 }
 
 // A table whose state fencing_transfer_state() handed on: it refuses every
@@ -207,7 +208,7 @@ void OnTableDdl(Oid relid) {
     if (ReadProtectedRow(relid, &row))
         FollowPolicy(relid, &row);
     else if (OidIsValid(ancestor = ProtectedAncestor(relid)))
-        SyncGuards(ancestor);
+        SyncTouchedGuards(ancestor);
     else if (WantsAutoProtection(relid, &row))
         AutoProtect(relid, &row);
 }

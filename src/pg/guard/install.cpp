@@ -1,5 +1,6 @@
 #include "pg/guard/install.hpp"
 
+#include "pg/base/compat.hpp"
 #include "pg/guard/move_recheck.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/base/relation_args.hpp"
@@ -46,6 +47,16 @@ bool GuardPolicy(Oid leaf, Policy *policy) {
     }
     table_close(rel, AccessShareLock);
     return found;
+}
+
+bool GuardPolicyUnlocked(Oid leaf, Policy *policy) {
+    TriggerInfo *triggers;
+    int n = ReadTriggers(leaf, &triggers);
+    for (int i = 0; i < n; ++i)
+        if (IsGuardTrigger(NameStr(triggers[i].name)) && triggers[i].nargs >= 1 &&
+            triggers[i].args[0] != nullptr && DecodePolicy(triggers[i].args[0], policy))
+            return true;
+    return false;
 }
 
 Policy LeafPolicy(const ProtectedRow &row, int token_attnum, int resource_attnum) {
@@ -174,7 +185,9 @@ void RefuseForeignPartition(Oid relid) {
              errhint("Fence the remote table on its own server.")));
 }
 
-void SyncGuards(Oid relid) {
+namespace {
+
+void SyncGuardsOf(Oid relid, bool touched_only) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         return;
     ProtectedRow row;
@@ -186,8 +199,10 @@ void SyncGuards(Oid relid) {
                 RefuseForeignPartition(lfirst_oid(part));
     }
     ListCell *lc;
-    foreach (lc, GuardedRelations(relid, ShareRowExclusiveLock)) {
+    foreach (lc, GuardedRelations(relid, touched_only ? NoLock : ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);
+        if (touched_only && leaf != relid && !RelationLockedByMe(leaf))
+            continue;
         // A table attached as a partition gives up its own policy for its parent's.
         ProtectedRow own;
         if (leaf != relid && is_protected && ReadProtectedRow(leaf, &own)) {
@@ -202,6 +217,16 @@ void SyncGuards(Oid relid) {
     // Cached fenced-DML plans of a partitioned table depend on its leaves' guards.
     CacheInvalidateRelcacheByRelid(relid);
     CommandCounterIncrement();
+}
+
+}  // namespace
+
+void SyncGuards(Oid relid) {
+    SyncGuardsOf(relid, false);
+}
+
+void SyncTouchedGuards(Oid relid) {
+    SyncGuardsOf(relid, true);
 }
 
 }  // namespace fencing::pg

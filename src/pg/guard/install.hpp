@@ -22,6 +22,8 @@ List *GuardedRelations(Oid relid, LOCKMODE lockmode);
 
 // The decoded policy of the guard on a guarded relation, if it has one.
 bool GuardPolicy(Oid leaf, Policy *policy);
+// The same, read from pg_trigger without locking leaf.
+bool GuardPolicyUnlocked(Oid leaf, Policy *policy);
 
 // The policy row's guard on leaf judges by: its columns are the leaf's
 // token_attnum and (resource scope) resource_attnum.
@@ -37,5 +39,12 @@ int RequireColumn(Oid relid, const char *column, const char *what);
 // Makes the guards of relid match its row in fencing.protected (or removes
 // them when there is none). Inside an internal session.
 void SyncGuards(Oid relid);
+// The same after DDL on relid or one of its partitions, for the leaves the
+// command touched: a leaf other than relid that this transaction holds no
+// lock on is left as it is. The command did not change it, and locking it
+// could deadlock with a session that holds it and waits for its parent
+// (pg_restore -j: TRUNCATE and COPY of a partition, which locks the parent,
+// against ALTER TABLE ONLY parent ADD CONSTRAINT).
+void SyncTouchedGuards(Oid relid);
 
 }  // namespace fencing::pg
