@@ -567,10 +567,13 @@ def pipelines_all():
 # own Parse/Bind/Execute and one Sync after the last, as a pipeline; "simple",
 # one Query message (a multi-statement string, an implicit transaction block).
 BATCH_DRIVERS = {
-    "pgx": ("POOLER_BATCH_GO", {"batch": "extended", "multi": "simple"}),
+    "pgx": ("POOLER_BATCH_GO", {"batch": "extended", "batch-cache": "extended", "multi": "simple"}),
     "pgjdbc": ("POOLER_BATCH_JAVA", {"batch": "extended", "multi": "extended"}),
     "node-postgres": ("POOLER_BATCH_NODE", {"multi": "simple"}),
 }
+# Named protocol-level prepared statements: not in transaction or statement
+# pooling (PgBouncer 1.18, see "Prepared statements" in docs/poolers.md).
+NAMED_SHAPES = {"batch-cache"}
 
 
 def batch_command(driver, target):
@@ -619,7 +622,8 @@ def batches(driver, where, target, loaded):
     library is loaded on the pool's server connection by the earlier cases; direct,
     the program sends LOAD 'fencing' first when loaded."""
     label = f"{where} {driver} (library {'loaded' if loaded else 'not loaded'} before)"
-    shapes = BATCH_DRIVERS[driver][1]
+    shapes = {shape: proto for shape, proto in BATCH_DRIVERS[driver][1].items()
+              if target is None or target[1] == "sess" or shape not in NAMED_SHAPES}
     ids = {shape: new_row("inv_req", 50) for shape in shapes}
     lone_id = new_row("inv_req", 50)
     markers = {shape: f"{label} {shape}" for shape, proto in shapes.items() if proto == "extended"}

@@ -27,6 +27,12 @@ func outcome(err error) string {
 func runCase(ctx context.Context, cfg *pgx.ConnConfig, load bool, spec string) (string, error) {
 	lines := strings.Split(spec, "\n")
 	shape, stmts := lines[0], lines[1:]
+	if shape == "batch-cache" {
+		// pgx's default: named prepared statements, prepared (Parse, Describe)
+		// before a Sync of their own, then executed before one Sync.
+		cfg = cfg.Copy()
+		cfg.DefaultQueryExecMode = pgx.QueryExecModeCacheStatement
+	}
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
 		return "", err
@@ -38,7 +44,7 @@ func runCase(ctx context.Context, cfg *pgx.ConnConfig, load bool, spec string) (
 		}
 	}
 	switch shape {
-	case "batch":
+	case "batch", "batch-cache":
 		b := &pgx.Batch{}
 		for _, s := range stmts {
 			b.Queue(s)
