@@ -44,6 +44,7 @@ FULL_ONLY=(
     python3-django python3-psycopg2 python3-sqlalchemy
     ruby-activerecord ruby-pg   # test/drivers: ActiveRecord saving fenced rows
     python3-alembic   # test/migrations: Alembic migrations (with Django and ActiveRecord)
+    # (also test/pooler/batches: javac against pgjdbc; its pgx program uses clients/go/deps.sh)
     default-jdk-headless libpostgresql-jdbc-java
     # clients/java: Maven, offline from Debian's /usr/share/maven-repo (clients/java/build.sh)
     maven libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java

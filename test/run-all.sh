@@ -54,7 +54,8 @@
 #              statistics counters with fencing preloaded
 #   pooler     Debian's PgBouncer in transaction, statement and session pooling, one
 #              server connection shared by several clients: no token crosses clients,
-#              stale holders refused (test/pooler/run.sh)
+#              stale holders refused; pipelines and batches of psycopg, pgx, pgjdbc
+#              and node-postgres (test/pooler/run.sh)
 #   repack     pg_repack (-t, -d, -x, -i), VACUUM FULL, CLUSTER of the extension's and
 #              protected tables under raisers, commit order recorded (test/repack/run.sh)
 #   partman    pg_partman create_parent, run_maintenance and retention on fenced tables

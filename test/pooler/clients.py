@@ -557,6 +557,123 @@ def pipelines_all():
             pipelines(f"{bouncer}/{mode}", lambda: pooled(bouncer, mode))
 
 
+# --------------------------------------------------------------------------
+# The same shapes from other drivers: the programs under test/pooler/batches/
+# (built by run.sh; see their README). POOLER_BATCH_GO is the pgx program,
+# POOLER_BATCH_JAVA the class path of the pgjdbc one, POOLER_BATCH_NODE the
+# node_modules directory of node-postgres; one left empty (its toolchain or
+# build failed) fails that driver's checks. Each driver's shapes, and the
+# protocol a shape sends its statements with: "extended", every statement its
+# own Parse/Bind/Execute and one Sync after the last, as a pipeline; "simple",
+# one Query message (a multi-statement string, an implicit transaction block).
+BATCH_DRIVERS = {
+    "pgx": ("POOLER_BATCH_GO", {"batch": "extended", "batch-cache": "extended", "multi": "simple"}),
+    "pgjdbc": ("POOLER_BATCH_JAVA", {"batch": "extended", "multi": "extended"}),
+    "node-postgres": ("POOLER_BATCH_NODE", {"multi": "simple"}),
+}
+# Named protocol-level prepared statements: not in transaction or statement
+# pooling (PgBouncer 1.18, see "Prepared statements" in docs/poolers.md).
+NAMED_SHAPES = {"batch-cache"}
+
+
+def batch_command(driver, target):
+    """The program's command line for a target: None (direct, the superuser) or
+    (bouncer, mode)."""
+    host, port, user, db = (("127.0.0.1", os.environ["PGPORT"], "postgres", "atk") if target is None
+                            else ("127.0.0.1", BOUNCERS[target[0]], "app", target[1]))
+    built = os.environ.get(BATCH_DRIVERS[driver][0], "")
+    if not built:
+        return None
+    if driver == "pgx":
+        return [built, f"host={host} port={port} user={user} dbname={db} sslmode=disable"]
+    if driver == "pgjdbc":
+        return ["java", "-cp", built, "Batch",
+                f"jdbc:postgresql://{host}:{port}/{db}?user={user}&sslmode=disable&prepareThreshold=0"]
+    return ["node", os.path.join(os.path.dirname(os.path.abspath(__file__)), "batches", "batch.js"),
+            f"postgresql://{user}@{host}:{port}/{db}?sslmode=disable"]
+
+
+def batch_outcomes(driver, target, load, cases):
+    """Runs the cases ([shape, statement, ...], each on a new connection, after
+    LOAD 'fencing' if load): their outcomes, or None and the program's error output."""
+    cmd = batch_command(driver, target)
+    if cmd is None:
+        return None, f"{BATCH_DRIVERS[driver][0]} is empty: the program was not built (see run.sh's output)"
+    env = dict(os.environ, NODE_PATH=os.environ.get("POOLER_BATCH_NODE", ""))
+    try:
+        p = subprocess.run(cmd + ["1" if load else "0"] + ["\n".join(c) for c in cases], capture_output=True,
+                           text=True, timeout=120, env=env)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return None, str(e)
+    got = p.stdout.splitlines()
+    if p.returncode != 0 or len(got) != len(cases):
+        return None, f"exit {p.returncode}: {(p.stdout + p.stderr).strip()[-300:]!r}"
+    return got, ""
+
+
+def batches(driver, where, target, loaded):
+    """pipelines() for one driver: SET LOCAL and a write in one of its batches or
+    multi-statement strings (one implicit transaction) is accepted, with or without
+    the library loaded before it; a stale token in it is refused TF001; a batch
+    of the extended protocol that ends with the SET LOCAL is refused at its Sync
+    and rolled back once the library is loaded (before that PostgreSQL only
+    warns), as a psycopg pipeline; a SET LOCAL alone in its transaction: 25P01
+    loaded, a warning not loaded, the next write TF002. Behind a PgBouncer the
+    library is loaded on the pool's server connection by the earlier cases; direct,
+    the program sends LOAD 'fencing' first when loaded."""
+    label = f"{where} {driver} (library {'loaded' if loaded else 'not loaded'} before)"
+    shapes = {shape: proto for shape, proto in BATCH_DRIVERS[driver][1].items()
+              if target is None or target[1] == "sess" or shape not in NAMED_SHAPES}
+    ids = {shape: new_row("inv_req", 50) for shape in shapes}
+    lone_id = new_row("inv_req", 50)
+    markers = {shape: f"{label} {shape}" for shape, proto in shapes.items() if proto == "extended"}
+    cases = []
+    for shape in shapes:
+        id_ = ids[shape]
+        cases.append([shape, "SET LOCAL fencing.token = 51", upd("inv_req", id_, f"B-{shape}", 51)])
+        cases.append([shape, "SET LOCAL fencing.token = 50", upd("inv_req", id_, f"A-{shape}", 50, -1)])
+        if shape in markers:
+            cases.append([shape, f"INSERT INTO pipe_marks VALUES ('{markers[shape]}')",
+                          "SET LOCAL fencing.token = 53"])
+    cases.append(["each", "SET LOCAL fencing.token = 53", upd("inv_req", lone_id, "A-lost", 53, -1)])
+    got, err = batch_outcomes(driver, target, loaded and target is None, cases)
+    if got is None:
+        report(False, f"{label}: the program ran ({err})")
+        return
+    with direct() as d:
+        kept = {shape: d.execute("SELECT count(*) FROM pipe_marks WHERE mark = %s", (m,)).fetchone()[0]
+                for shape, m in markers.items()}
+    outcomes = iter(got)
+    for shape in shapes:
+        fresh, stale = next(outcomes), next(outcomes)
+        r = row("inv_req", ids[shape])
+        report([fresh, stale] == ["ok", "TF001"] and r == (51, f"B-{shape}"),
+               f"{label}: SET LOCAL then UPDATE in one {shape}: accepted, stale TF001 (got {fresh}, {stale}, row {r})")
+        if shape not in markers:
+            continue
+        last = next(outcomes)
+        report((last != "ok" and kept[shape] == 0) == loaded,
+               f"{label}: a {shape} ending with the SET LOCAL is "
+               f"{'refused and rolled back' if loaded else 'only warned about'} (got {last}, marker rows {kept[shape]})")
+    lone = got[-1].split()
+    expect = ["25P01", "TF002"] if loaded else ["ok", "TF002"]
+    report(lone == expect, f"{label}: a SET LOCAL alone in its transaction: {expect[0]}, the next write TF002 "
+                           f"(got {lone})")
+    report_log(label, list(ids.values()) + [lone_id])
+
+
+def batches_all():
+    """batches() for every driver, direct (the library not loaded yet, then
+    loaded) and behind both PgBouncers in every pool mode."""
+    for driver in BATCH_DRIVERS:
+        batches(driver, "direct", None, loaded=False)
+        batches(driver, "direct", None, loaded=True)
+        for bouncer in BOUNCERS:
+            for mode in ("tx", "stmt", "sess"):
+                reset_pool(bouncer, mode)
+                batches(driver, f"{bouncer}/{mode}", (bouncer, mode), loaded=True)
+
+
 def asyncpg_clients(bouncer):
     """asyncpg (autocommit, binary protocol) in transaction pooling. With
     statement_cache_size=0 it sends unnamed statements, which PgBouncer 1.18 can
@@ -722,6 +839,7 @@ def main():
         prepared_transactions(bouncer)
         asyncpg_clients(bouncer)
     pipelines_all()
+    batches_all()
     for mode in ("tx", "stmt"):
         stress("bare", mode, STRESS_SECONDS)
     stress("recommended", "tx", STRESS_SECONDS)

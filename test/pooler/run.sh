@@ -3,7 +3,9 @@
 # clients sharing one server connection (default_pool_size = 1) in transaction,
 # statement and session pooling. Starts its own scratch cluster and two PgBouncers,
 # as the postgres user, on private ports, socket directories, configs, pidfiles and
-# logfiles, and stops them on exit. Prints "ok N - ..." lines.
+# logfiles, and stops them on exit. Prints "ok N - ..." lines. Builds the
+# programs of test/pooler/batches/ first (pgx, pgjdbc, node-postgres batches and
+# multi-statement strings; clients.py runs them direct and behind both PgBouncers).
 #
 #   bare         server_reset_query = '' : nothing is reset when a server
 #                connection changes clients, in any mode (the worst case)
@@ -84,6 +86,31 @@ bouncer bare "$BARE_PORT" "" 0
 bouncer recommended "$REC_PORT" "DISCARD ALL" 1
 
 export POOLER_BARE_PORT=$BARE_PORT POOLER_REC_PORT=$REC_PORT
+
+# The programs of test/pooler/batches/ (pgx, pgjdbc, node-postgres). A build
+# that fails leaves its variable empty and clients.py fails that driver's checks.
+BATCHES=test/pooler/batches
+BUILD=$ROOT/batches
+mkdir -p "$BUILD/java" "$BUILD/node"
+export POOLER_BATCH_GO="" POOLER_BATCH_JAVA="" POOLER_BATCH_NODE=""
+if bash "$BATCHES/go.sh" "$BUILD/batch-go" >"$BUILD/go.log" 2>&1; then
+    POOLER_BATCH_GO=$BUILD/batch-go
+else
+    echo "# pgx program not built (Go 1.26 and pgx v5: clients/go/deps.sh):"; sed 's/^/#   /' "$BUILD/go.log"
+fi
+if javac -Xlint:all -Werror -cp /usr/share/java/postgresql.jar -d "$BUILD/java" "$BATCHES/Batch.java" \
+    >"$BUILD/java.log" 2>&1 && java -version >>"$BUILD/java.log" 2>&1; then
+    POOLER_BATCH_JAVA=$BUILD/java:/usr/share/java/postgresql.jar
+else
+    echo "# pgjdbc program not built (default-jdk-headless, libpostgresql-jdbc-java):"; sed 's/^/#   /' "$BUILD/java.log"
+fi
+cp "$BATCHES/package.json" "$BATCHES/package-lock.json" "$BUILD/node/"
+if (cd "$BUILD/node" && npm ci --no-audit --no-fund --prefer-offline) >"$BUILD/node.log" 2>&1 &&
+    node --version >>"$BUILD/node.log" 2>&1; then
+    POOLER_BATCH_NODE=$BUILD/node/node_modules
+else
+    echo "# node-postgres not installed (nodejs, npm):"; sed 's/^/#   /' "$BUILD/node.log"
+fi
 status=0
 /usr/bin/python3 test/pooler/clients.py || status=$?
 if [ $status -ne 0 ]; then
