@@ -194,9 +194,24 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
     bool is_protected = ReadProtectedRow(relid, &row);
     if (is_protected && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE) {
         ListCell *part;
-        foreach (part, find_all_inheritors(relid, NoLock, nullptr))
-            if (get_rel_relkind(lfirst_oid(part)) == RELKIND_FOREIGN_TABLE)
-                RefuseForeignPartition(lfirst_oid(part));
+        foreach (part, find_all_inheritors(relid, NoLock, nullptr)) {
+            Oid sub = lfirst_oid(part);
+            if (get_rel_relkind(sub) == RELKIND_FOREIGN_TABLE)
+                RefuseForeignPartition(sub);
+            // A partitioned table attached with a policy of its own gives it
+            // up too (its state was carried over: CarryState). Kept, it would
+            // be the home of its leaves' guards again after DDL on it, and
+            // they would judge by its state rather than relid's. Deleting
+            // its row removes the guards of all its leaves: all re-installed.
+            ProtectedRow own;
+            if (sub != relid && get_rel_relkind(sub) == RELKIND_PARTITIONED_TABLE &&
+                ReadProtectedRow(sub, &own)) {
+                ereport(NOTICE, (errmsg("partition %s is now fenced by the policy of %s",
+                                        RelName(sub), RelName(relid))));
+                DeleteProtectedRow(sub);
+                touched_only = false;
+            }
+        }
     }
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, touched_only ? NoLock : ShareRowExclusiveLock)) {
