@@ -36,13 +36,17 @@ List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
     return leaves;
 }
 
+// Only fencing.guard's triggers: any table owner can name a trigger of
+// their own like a guard and give it a policy's arguments (naming a home
+// that does not exist, or another token column).
 bool GuardPolicy(Oid leaf, Policy *policy) {
+    Oid guard = LookupFencingFunctions().guard;
     Relation rel = table_open(leaf, AccessShareLock);
     bool found = false;
     TriggerDesc *desc = rel->trigdesc;
     for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
         Trigger *t = &desc->triggers[i];
-        if (IsGuardTrigger(t->tgname) && t->tgnargs >= 1)
+        if (IsGuardTrigger(t->tgname) && t->tgfoid == guard && t->tgnargs >= 1)
             found = DecodePolicy(t->tgargs[0], policy);
     }
     table_close(rel, AccessShareLock);
@@ -50,11 +54,13 @@ bool GuardPolicy(Oid leaf, Policy *policy) {
 }
 
 bool GuardPolicyUnlocked(Oid leaf, Policy *policy) {
+    Oid guard = LookupFencingFunctions().guard;
     TriggerInfo *triggers;
     int n = ReadTriggers(leaf, &triggers);
     for (int i = 0; i < n; ++i)
-        if (IsGuardTrigger(NameStr(triggers[i].name)) && triggers[i].nargs >= 1 &&
-            triggers[i].args[0] != nullptr && DecodePolicy(triggers[i].args[0], policy))
+        if (IsGuardTrigger(NameStr(triggers[i].name)) && triggers[i].fn == guard &&
+            triggers[i].nargs >= 1 && triggers[i].args[0] != nullptr &&
+            DecodePolicy(triggers[i].args[0], policy))
             return true;
     return false;
 }
