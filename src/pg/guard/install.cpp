@@ -36,13 +36,17 @@ List *GuardedRelations(Oid relid, LOCKMODE lockmode) {
     return leaves;
 }
 
+// Only fencing.guard's triggers: any table owner can name a trigger of
+// their own like a guard and give it a policy's arguments (naming a home
+// that does not exist, or another token column).
 bool GuardPolicy(Oid leaf, Policy *policy) {
+    Oid guard = LookupFencingFunctions().guard;
     Relation rel = table_open(leaf, AccessShareLock);
     bool found = false;
     TriggerDesc *desc = rel->trigdesc;
     for (int i = 0; desc != nullptr && i < desc->numtriggers && !found; ++i) {
         Trigger *t = &desc->triggers[i];
-        if (IsGuardTrigger(t->tgname) && t->tgnargs >= 1)
+        if (IsGuardTrigger(t->tgname) && t->tgfoid == guard && t->tgnargs >= 1)
             found = DecodePolicy(t->tgargs[0], policy);
     }
     table_close(rel, AccessShareLock);
@@ -50,11 +54,13 @@ bool GuardPolicy(Oid leaf, Policy *policy) {
 }
 
 bool GuardPolicyUnlocked(Oid leaf, Policy *policy) {
+    Oid guard = LookupFencingFunctions().guard;
     TriggerInfo *triggers;
     int n = ReadTriggers(leaf, &triggers);
     for (int i = 0; i < n; ++i)
-        if (IsGuardTrigger(NameStr(triggers[i].name)) && triggers[i].nargs >= 1 &&
-            triggers[i].args[0] != nullptr && DecodePolicy(triggers[i].args[0], policy))
+        if (IsGuardTrigger(NameStr(triggers[i].name)) && triggers[i].fn == guard &&
+            triggers[i].nargs >= 1 && triggers[i].args[0] != nullptr &&
+            DecodePolicy(triggers[i].args[0], policy))
             return true;
     return false;
 }
@@ -194,9 +200,24 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
     bool is_protected = ReadProtectedRow(relid, &row);
     if (is_protected && get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE) {
         ListCell *part;
-        foreach (part, find_all_inheritors(relid, NoLock, nullptr))
-            if (get_rel_relkind(lfirst_oid(part)) == RELKIND_FOREIGN_TABLE)
-                RefuseForeignPartition(lfirst_oid(part));
+        foreach (part, find_all_inheritors(relid, NoLock, nullptr)) {
+            Oid sub = lfirst_oid(part);
+            if (get_rel_relkind(sub) == RELKIND_FOREIGN_TABLE)
+                RefuseForeignPartition(sub);
+            // A partitioned table attached with a policy of its own gives it
+            // up too (its state was carried over: CarryState). Kept, it would
+            // be the home of its leaves' guards again after DDL on it, and
+            // they would judge by its state rather than relid's. Deleting
+            // its row removes the guards of all its leaves: all re-installed.
+            ProtectedRow own;
+            if (sub != relid && get_rel_relkind(sub) == RELKIND_PARTITIONED_TABLE &&
+                ReadProtectedRow(sub, &own)) {
+                ereport(NOTICE, (errmsg("partition %s is now fenced by the policy of %s",
+                                        RelName(sub), RelName(relid))));
+                DeleteProtectedRow(sub);
+                touched_only = false;
+            }
+        }
     }
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, touched_only ? NoLock : ShareRowExclusiveLock)) {
