@@ -12,7 +12,7 @@
 #include "pg/base/stats.hpp"
 #include "pg/guard/unfenced.hpp"
 #include "pg/types/token_type.hpp"
-#include "pg/api/leases.hpp"
+#include "pg/api/lease_commit.hpp"
 #include "pg/api/takeover.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"

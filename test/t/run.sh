@@ -6,6 +6,7 @@
 #   test/t/run.sh -I DIR ... FILES     prove options and files as given (this is
 #                                      how `make installcheck` calls it, as PROVE,
 #                                      with TESTDIR set to the top directory)
+# Each run first builds and installs test/modules/* into the server under test.
 #
 # The framework needs initdb/postgres/pg_ctl of the pg_config on PATH first on
 # PATH, PG_REGRESS (Cluster.pm's init runs `pg_regress --config-auth`), and a
@@ -32,6 +33,23 @@ export TESTDATADIR=$TESTDIR/tmp_check TESTLOGDIR=$TESTDIR/tmp_check/log
 # The test files find the repository (fencing.control, sql/) here.
 export FENCING_ROOT=$ROOT
 cd "$ROOT"
+# The test-only server modules some TAP files load (test/modules/*, e.g.
+# takeover_worker for 084): built in a scratch copy (the checkout may be
+# read-only, and another server's objects must not be reused) and installed
+# into the server under test, as the extension itself is.
+for mod in test/modules/*/; do
+    [ -f "$mod/Makefile" ] || continue
+    build=$(mktemp -d /tmp/fencing-module.XXXXXX)
+    cp -a "$mod." "$build/"
+    if ! make -s -C "$build" PG_CONFIG="$PG_CONFIG" install >"$build/build.log" 2>&1; then
+        echo "# test/t/run.sh: could not build and install $mod against $PG_CONFIG:"
+        sed 's/^/# /' "$build/build.log"
+        rm -rf "$build"
+        exit 1
+    fi
+    rm -rf "$build"
+done
+
 # A fresh tmp_check (data directories of a previous run would be in the way).
 rm -rf "$TESTDIR/tmp_check"
 mkdir -p "$TESTDIR/tmp_check"

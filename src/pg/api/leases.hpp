@@ -40,15 +40,8 @@
 // before the call or wrote WAL after it, and never for PREPARE. A renewal and
 // a re-acquire that extends the live lease commit durably, as an acquire:
 // clients count their safe time from the renewals they saw succeed.
+//
+// The acquire path is in pg/api/lease_acquire.hpp; waking waiters and the
+// commit mode in pg/api/lease_commit.hpp. This header declares nothing: the
+// SQL functions are found by name.
 #pragma once
-
-#include "pg/base/pg.hpp"
-
-namespace fencing::pg {
-
-// The transaction callback that wakes a resource's waiters once a release or
-// renew of it commits, and lowers the commit of a release-only
-// transaction; registered once, from _PG_init.
-void RegisterLeaseCallbacks();
-
-}  // namespace fencing::pg
