@@ -24,6 +24,21 @@ SET LOCAL fencing.token TO DEFAULT;
 SET LOCAL fencing.token = 11 \; UPDATE st_t SET v = 1 WHERE id = 1;
 SELECT v, fence FROM st_t;
 SHOW fencing.token;
+-- A query string whose last statement is the SET LOCAL lost its token:
+-- refused at its commit, the write before it rolled back.
+UPDATE st_open SET v = 7 WHERE id = 1 \; SET LOCAL fencing.token = 13;
+\echo :LAST_ERROR_SQLSTATE
+SELECT v FROM st_open;
+-- Within a block the client opened (BEGIN in the string, before it, or a
+-- COMMIT AND CHAIN), a SET LOCAL last in a string is the block's own.
+BEGIN \; SET LOCAL fencing.token = 13;
+COMMIT;
+BEGIN;
+UPDATE st_open SET v = 8 WHERE id = 1 \; SET LOCAL fencing.token = 13;
+COMMIT AND CHAIN;
+SELECT 1 \; SET LOCAL fencing.token = 14;
+COMMIT;
+SELECT v FROM st_open;
 
 -- SET (for the session): fences nothing in later transactions. A write that
 -- carries nothing but it is refused (TF002), on every protected table, with

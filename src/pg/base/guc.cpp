@@ -116,6 +116,34 @@ bool SetInThisTransaction() {
 LocalTransactionId lost_set_local_lxid = InvalidLocalTransactionId;
 ExecutorStart_hook_type previous_executor_start_hook = nullptr;
 
+// A multi-statement query string runs in an implicit transaction block, which
+// IsTransactionBlock() does not tell from one the client opened. So the
+// client's blocks are noted: explicit_block_lxid is the transaction a BEGIN
+// or START TRANSACTION opened (a BEGIN inside a query string turns its
+// implicit block into this one), and chained_from_lxid the one a COMMIT or
+// ROLLBACK AND CHAIN ended, whose successor is an explicit block too.
+LocalTransactionId explicit_block_lxid = InvalidLocalTransactionId;
+LocalTransactionId chained_from_lxid = InvalidLocalTransactionId;
+
+bool InImplicitBlock() {
+    LocalTransactionId current = CurrentLocalTransactionId();
+    if (LocalTransactionIdIsValid(chained_from_lxid) && chained_from_lxid != current) {
+        explicit_block_lxid = current;
+        chained_from_lxid = InvalidLocalTransactionId;
+    }
+    return IsTransactionBlock() && explicit_block_lxid != current;
+}
+
+void NoteExplicitBlock(Node *stmt) {
+    if (!IsA(stmt, TransactionStmt))
+        return;
+    auto *txn = reinterpret_cast<TransactionStmt *>(stmt);
+    if (txn->kind == TRANS_STMT_BEGIN || txn->kind == TRANS_STMT_START)
+        explicit_block_lxid = CurrentLocalTransactionId();
+    else if ((txn->kind == TRANS_STMT_COMMIT || txn->kind == TRANS_STMT_ROLLBACK) && txn->chain)
+        chained_from_lxid = CurrentLocalTransactionId();
+}
+
 bool IsSetLocalOfToken(Node *stmt) {
     if (!IsA(stmt, VariableSetStmt))
         return false;
@@ -135,8 +163,8 @@ void NoteSetLocalOutsideBlock(PlannedStmt *pstmt, const char *query, bool read_o
                               QueryEnvironment *env, DestReceiver *dest, QueryCompletion *qc) {
     Node *stmt = pstmt->utilityStmt;
     bool toplevel = context == PROCESS_UTILITY_TOPLEVEL;
-    bool outside_block = toplevel && IsSetLocalOfToken(stmt) && !IsTransactionBlock() &&
-                         !IsSubTransaction();
+    bool outside_block = toplevel && IsSetLocalOfToken(stmt) &&
+                         (!IsTransactionBlock() || InImplicitBlock()) && !IsSubTransaction();
     if (toplevel && !IsCommit(stmt))
         lost_set_local_lxid = InvalidLocalTransactionId;
     if (previous_utility_hook != nullptr)
@@ -145,6 +173,8 @@ void NoteSetLocalOutsideBlock(PlannedStmt *pstmt, const char *query, bool read_o
         standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
     if (outside_block)
         lost_set_local_lxid = CurrentLocalTransactionId();
+    if (toplevel)
+        NoteExplicitBlock(stmt);
 }
 
 // A plannable statement after the SET LOCAL (nested ones run only inside a
@@ -160,7 +190,8 @@ void ClearLostSetLocal(QueryDesc *query, int eflags) {
 void RefuseLostSetLocalAtCommit(XactEvent event, void *) {
     if (!LocalTransactionIdIsValid(lost_set_local_lxid))
         return;
-    bool lost = event == XACT_EVENT_PRE_COMMIT && lost_set_local_lxid == CurrentLocalTransactionId();
+    bool lost =
+        event == XACT_EVENT_PRE_COMMIT && lost_set_local_lxid == CurrentLocalTransactionId();
     if (event != XACT_EVENT_PRE_COMMIT || lost)
         lost_set_local_lxid = InvalidLocalTransactionId;
     if (lost)
@@ -204,6 +235,11 @@ void DefineSettings() {
     previous_executor_start_hook = ExecutorStart_hook;
     ExecutorStart_hook = ClearLostSetLocal;
     RegisterXactCallback(RefuseLostSetLocalAtCommit, nullptr);
+    // Loaded inside a block whose start was not seen: taken as the client's
+    // own, so that no SET LOCAL in it is refused (a lost token only makes
+    // the next write fail with TF002).
+    if (IsTransactionBlock())
+        explicit_block_lxid = CurrentLocalTransactionId();
 }
 
 int RetireBatchSize() {
