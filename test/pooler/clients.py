@@ -615,9 +615,9 @@ def batches(driver, where, target, loaded):
     """pipelines() for one driver: SET LOCAL and a write in one of its batches or
     multi-statement strings (one implicit transaction) is accepted, with or without
     the library loaded before it; a stale token in it is refused TF001; a batch
-    of the extended protocol that ends with the SET LOCAL is refused at its Sync
-    and rolled back once the library is loaded (before that PostgreSQL only
-    warns), as a psycopg pipeline; a SET LOCAL alone in its transaction: 25P01
+    (or a multi-statement string) that ends with the SET LOCAL is refused at its
+    Sync (its commit) and rolled back once the library is loaded (before that
+    PostgreSQL only warns), as a psycopg pipeline; a SET LOCAL alone in its transaction: 25P01
     loaded, a warning not loaded, the next write TF002. Behind a PgBouncer the
     library is loaded on the pool's server connection by the earlier cases; direct,
     the program sends LOAD 'fencing' first when loaded."""
@@ -626,7 +626,7 @@ def batches(driver, where, target, loaded):
               if target is None or target[1] == "sess" or shape not in NAMED_SHAPES}
     ids = {shape: new_row("inv_req", 50) for shape in shapes}
     lone_id = new_row("inv_req", 50)
-    markers = {shape: f"{label} {shape}" for shape, proto in shapes.items() if proto == "extended"}
+    markers = {shape: f"{label} {shape}" for shape in shapes}
     cases = []
     for shape in shapes:
         id_ = ids[shape]
