@@ -39,6 +39,32 @@ COMMIT AND CHAIN;
 SELECT 1 \; SET LOCAL fencing.token = 14;
 COMMIT;
 SELECT v FROM st_open;
+-- A chain ends with its successor, and a COMMIT AND CHAIN whose commit fails
+-- starts none: the next query string is not taken for the client's block.
+BEGIN;
+COMMIT AND CHAIN;
+COMMIT;
+UPDATE st_open SET v = 9 WHERE id = 1 \; SET LOCAL fencing.token = 15;
+\echo :SQLSTATE
+CREATE TABLE st_deferred (id int PRIMARY KEY,
+    r int REFERENCES st_deferred DEFERRABLE INITIALLY DEFERRED);
+BEGIN;
+INSERT INTO st_deferred VALUES (1, 2);
+COMMIT AND CHAIN;
+UPDATE st_open SET v = 9 WHERE id = 1 \; SET LOCAL fencing.token = 15;
+\echo :SQLSTATE
+DROP TABLE st_deferred;
+-- A chain out of an aborted subtransaction or block (a rollback) holds.
+BEGIN;
+SAVEPOINT s;
+SELECT 1 / 0;
+COMMIT AND CHAIN;
+SELECT 1 \; SET LOCAL fencing.token = 15;
+SELECT 1 / 0;
+ROLLBACK AND CHAIN;
+SELECT 1 \; SET LOCAL fencing.token = 15;
+COMMIT;
+SELECT v FROM st_open;
 
 -- SET (for the session): fences nothing in later transactions. A write that
 -- carries nothing but it is refused (TF002), on every protected table, with

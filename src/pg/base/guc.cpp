@@ -125,23 +125,54 @@ ExecutorStart_hook_type previous_executor_start_hook = nullptr;
 LocalTransactionId explicit_block_lxid = InvalidLocalTransactionId;
 LocalTransactionId chained_from_lxid = InvalidLocalTransactionId;
 
+// Where the AND CHAIN noted in chained_from_lxid stands: its transaction has
+// still to end (kEnding), or has ended and its successor is the one running
+// (kStarted). A COMMIT AND CHAIN whose commit fails (a deferred constraint)
+// starts no successor, and the successor's own end ends the chain: else the
+// next transaction, however it began, would be taken as the client's block.
+enum class Chain { kNone, kEnding, kStarted };
+Chain chain = Chain::kNone;
+bool chain_needs_commit = false;
+
 bool InImplicitBlock() {
     LocalTransactionId current = CurrentLocalTransactionId();
-    if (LocalTransactionIdIsValid(chained_from_lxid) && chained_from_lxid != current) {
+    if (chain == Chain::kStarted && chained_from_lxid != current) {
         explicit_block_lxid = current;
+        chain = Chain::kNone;
         chained_from_lxid = InvalidLocalTransactionId;
     }
     return IsTransactionBlock() && explicit_block_lxid != current;
 }
 
-void NoteExplicitBlock(Node *stmt) {
+void TrackChain(XactEvent event) {
+    bool ended =
+        event == XACT_EVENT_COMMIT || event == XACT_EVENT_ABORT || event == XACT_EVENT_PREPARE;
+    if (!ended || chain == Chain::kNone)
+        return;
+    if (chain == Chain::kEnding && !(chain_needs_commit && event == XACT_EVENT_ABORT)) {
+        chain = Chain::kStarted;
+        return;
+    }
+    chain = Chain::kNone;
+    chained_from_lxid = InvalidLocalTransactionId;
+}
+
+// aborted, sub: the block's state before the statement ran.
+void NoteExplicitBlock(Node *stmt, bool aborted, bool sub) {
     if (!IsA(stmt, TransactionStmt))
         return;
     auto *txn = reinterpret_cast<TransactionStmt *>(stmt);
     if (txn->kind == TRANS_STMT_BEGIN || txn->kind == TRANS_STMT_START)
         explicit_block_lxid = CurrentLocalTransactionId();
-    else if ((txn->kind == TRANS_STMT_COMMIT || txn->kind == TRANS_STMT_ROLLBACK) && txn->chain)
+    else if ((txn->kind == TRANS_STMT_COMMIT || txn->kind == TRANS_STMT_ROLLBACK) && txn->chain) {
         chained_from_lxid = CurrentLocalTransactionId();
+        // In an aborted block the abort has run already, and taken the
+        // block's local transaction id with it (in an aborted subtransaction
+        // it is still to come); otherwise a COMMIT chains only if its commit
+        // succeeds.
+        chain = aborted && !sub ? Chain::kStarted : Chain::kEnding;
+        chain_needs_commit = txn->kind == TRANS_STMT_COMMIT && !aborted;
+    }
 }
 
 bool IsSetLocalOfToken(Node *stmt) {
@@ -167,6 +198,8 @@ void NoteSetLocalOutsideBlock(PlannedStmt *pstmt, const char *query, bool read_o
                          (!IsTransactionBlock() || InImplicitBlock()) && !IsSubTransaction();
     if (toplevel && !IsCommit(stmt))
         lost_set_local_lxid = InvalidLocalTransactionId;
+    bool aborted = IsAbortedTransactionBlockState();
+    bool sub = IsSubTransaction();
     if (previous_utility_hook != nullptr)
         previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
     else
@@ -174,7 +207,7 @@ void NoteSetLocalOutsideBlock(PlannedStmt *pstmt, const char *query, bool read_o
     if (outside_block)
         lost_set_local_lxid = CurrentLocalTransactionId();
     if (toplevel)
-        NoteExplicitBlock(stmt);
+        NoteExplicitBlock(stmt, aborted, sub);
 }
 
 // A plannable statement after the SET LOCAL (nested ones run only inside a
@@ -188,6 +221,7 @@ void ClearLostSetLocal(QueryDesc *query, int eflags) {
 }
 
 void RefuseLostSetLocalAtCommit(XactEvent event, void *) {
+    TrackChain(event);
     if (!LocalTransactionIdIsValid(lost_set_local_lxid))
         return;
     bool lost =
