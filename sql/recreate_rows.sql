@@ -122,3 +122,20 @@ SELECT fencing_transfer_state('rd', 'rd_new');
 ROLLBACK;
 SELECT id, v, tok FROM rd ORDER BY id;
 DROP TABLE rd;
+
+-- A DROP keeps at most four times maintenance_work_mem of rows: past that
+-- the adoption is refused, never judged on part of the rows.
+CREATE TABLE rbig (id int PRIMARY KEY, tok fencing_token);
+INSERT INTO rbig SELECT g, 1 FROM generate_series(1, 100000) g;
+BEGIN;
+SET LOCAL maintenance_work_mem = '1MB';
+DROP TABLE rbig;
+CREATE TABLE rbig (id int PRIMARY KEY, tok fencing_token);
+ROLLBACK;
+BEGIN;
+SET LOCAL maintenance_work_mem = '64MB';
+DROP TABLE rbig;
+CREATE TABLE rbig (id int PRIMARY KEY, tok fencing_token);
+SELECT count(*) AS tombstones FROM fencing.row_tombstone WHERE relid = 'rbig'::regclass;
+ROLLBACK;
+DROP TABLE rbig;

@@ -27,6 +27,7 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -50,6 +51,9 @@ struct RowTokens {
     RowToken *items;
     int64 count;
     int64 capacity;
+    Size bytes;     // items and kept keys so far
+    Size limit;     // past it, nothing more is kept: overflow
+    bool overflow;  // the adoption is then refused, never judged on a part
 };
 
 // One dropped table's rows, in TopTransactionContext.
@@ -65,6 +69,13 @@ KeptRows *kept = nullptr;
 
 void Append(void *arg, Datum key, uint64 key_hash, Token token) {
     auto *rows = static_cast<RowTokens *>(arg);
+    bool with_key = rows->keep_keys && key_hash != 0;
+    Size bytes = sizeof(RowToken) + (with_key ? VARSIZE_ANY(DatumGetPointer(key)) : 0);
+    if (rows->overflow || rows->bytes + bytes > rows->limit) {
+        rows->overflow = true;
+        return;
+    }
+    rows->bytes += bytes;
     if (rows->count == rows->capacity) {
         rows->capacity = rows->capacity == 0 ? 1024 : rows->capacity * 2;
         Size bytes = sizeof(RowToken) * rows->capacity;
@@ -73,7 +84,7 @@ void Append(void *arg, Datum key, uint64 key_hash, Token token) {
                                                   : repalloc_huge(rows->items, bytes));
     }
     Datum kept_key = Datum(0);
-    if (rows->keep_keys && key_hash != 0) {
+    if (with_key) {
         MemoryContext caller = MemoryContextSwitchTo(rows->context);
         kept_key = datumCopy(key, false, -1);
         MemoryContextSwitchTo(caller);
@@ -290,6 +301,8 @@ bool KeepDroppedRows(Oid home, const List *going) {
     entry->nest_level = GetCurrentTransactionNestLevel();
     entry->rows.context = TopTransactionContext;
     entry->rows.keep_keys = entry->key_columns != nullptr;
+    // A bound on what a DROP keeps in memory (maintenance_work_mem is in kB).
+    entry->rows.limit = static_cast<Size>(maintenance_work_mem) * 1024 * 4;
     MemoryContextSwitchTo(caller);
     CollectRows(leaves, policy.token_column, entry->key_columns, &entry->rows);
     if (entry->rows.count == 0)
@@ -326,9 +339,23 @@ FENCING_FUNCTION(fencing_require_dropped_rows) {
     char *key_columns = KeyColumns(rel);
     table_close(rel, NoLock);
     bool by_key = SameKey(entry->key_columns, key_columns);
-    RowTokens now = {CurrentMemoryContext, false, nullptr, 0, 0};
+    RowTokens now = {CurrentMemoryContext, false, nullptr, 0, 0, 0, SIZE_MAX, false};
     CollectRows(leaves, token_column, by_key ? key_columns : nullptr, &now);
     RowTokens dropped = entry->rows;
+    if (dropped.overflow)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("table %s cannot take the fencing state of the dropped table of that "
+                        "name: the dropped table had too many rows to check the copy against",
+                        name),
+                 errdetail("A DROP keeps its rows' keys and tokens in memory up to four times "
+                           "maintenance_work_mem, to refuse a copy that missed a write."),
+                 errhint("Raise maintenance_work_mem for the migration (SET LOCAL "
+                         "maintenance_work_mem before the DROP) and retry; or hand the state "
+                         "over before the DROP with fencing_transfer_state(); or, to start the "
+                         "table afresh, SELECT fencing_forget_dropped(%s) (logged in "
+                         "fencing.reset_log).",
+                         quote_literal_cstr(name))));
     if (now.count == 0 && !AnyRow(leaves, token_column)) {
         // Table and resource scope judge every write by HWMs the state
         // carries; row scope's rows leave their tombstones.
