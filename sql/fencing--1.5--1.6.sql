@@ -332,8 +332,10 @@ COMMENT ON FUNCTION @extschema@.fencing_transfer_state(pg_catalog.regclass, pg_c
 -- Before a DROP removes fenced table rel (ddl_command_start, while its
 -- catalog still stands): keeps its policy and state under its name when it
 -- holds state (tombstones, a table HWM, a floor) or is fenced in table or
--- resource scope. A name kept already merges (the higher HWMs win).
-CREATE FUNCTION fencing.keep_dropped_state(rel pg_catalog.oid)
+-- resource scope, or when the DROP kept its rows' tokens (kept_rows: in
+-- backend memory, checked by fencing.require_dropped_rows at adoption). A
+-- name kept already merges (the higher HWMs win).
+CREATE FUNCTION fencing.keep_dropped_state(rel pg_catalog.oid, kept_rows pg_catalog.bool DEFAULT false)
     RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     p fencing.protected;
@@ -349,7 +351,7 @@ BEGIN
     SELECT pg_catalog.to_jsonb(f) OPERATOR(pg_catalog.-) 'relid' INTO tfloor
       FROM fencing.tombstone_floor f WHERE f.relid OPERATOR(pg_catalog.=) rel;
     IF p.scope OPERATOR(pg_catalog.=) 'row' AND kept_hwm IS NULL AND tfloor IS NULL
-       AND NOT EXISTS (SELECT 1 FROM fencing.row_tombstone t WHERE t.relid OPERATOR(pg_catalog.=) rel) THEN
+       AND NOT COALESCE(kept_rows, false) AND NOT EXISTS (SELECT 1 FROM fencing.row_tombstone t WHERE t.relid OPERATOR(pg_catalog.=) rel) THEN
         RETURN;
     END IF;
     SELECT pg_catalog.format('%I.%I', n.nspname, c.relname) INTO name
@@ -381,11 +383,18 @@ BEGIN
     DELETE FROM fencing.held_key WHERE relid OPERATOR(pg_catalog.=) rel;
     RAISE DEBUG 'fencing state of dropped table % is kept under its name until the transaction ends', name;
 END $$;
-REVOKE ALL ON FUNCTION fencing.keep_dropped_state(pg_catalog.oid) FROM PUBLIC;
+REVOKE ALL ON FUNCTION fencing.keep_dropped_state(pg_catalog.oid, pg_catalog.bool) FROM PUBLIC;
 
 -- After CREATE TABLE, ALTER TABLE ... RENAME / SET SCHEMA (any ALTER): a
 -- table that takes the name of a fenced table dropped by this transaction
 -- takes its kept state, or is refused.
+-- Raises 40001 when rel lacks a row (or a row's token) that the fenced table
+-- of that name, dropped by this transaction, held at its DROP.
+CREATE FUNCTION fencing.require_dropped_rows(rel pg_catalog.oid, name pg_catalog.text,
+        token_column pg_catalog.text, scope pg_catalog.text)
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_require_dropped_rows' LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION fencing.require_dropped_rows(pg_catalog.oid, pg_catalog.text, pg_catalog.text, pg_catalog.text) FROM PUBLIC;
+
 CREATE FUNCTION fencing.adopt_dropped_state(rel pg_catalog.oid)
     RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
@@ -425,6 +434,9 @@ BEGIN
         ON CONFLICT (relid, key) DO UPDATE
         SET hwm = GREATEST(t.hwm, excluded.hwm),
             raised_at = GREATEST(t.raised_at, excluded.raised_at);
+    -- A copy that missed a write committed before the DROP: refused (40001).
+    PERFORM fencing.require_dropped_rows(rel, name, p.token_column::pg_catalog.text,
+                                         p.scope::pg_catalog.text);
     PERFORM fencing.merge_table_state(rel, d.table_hwm, d.tombstone_floor);
     DELETE FROM fencing.dropped_state s WHERE s.table_name OPERATOR(pg_catalog.=) name;
     PERFORM fencing.install_policy(rel, p);

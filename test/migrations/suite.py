@@ -202,20 +202,17 @@ def alembic():
            al("upgrade", "0003"), tables=("table", "resource"))
     s.step("batch_alter_table(recreate='always') of the row-scope table (tombstones)",
            al("upgrade", "0004"), tables=("row",))
-    # An open hole (test/attack26-pending/README.md): a recreate that takes no
-    # lock before its copy loses a fenced write committed in between, and its
-    # HWM with it. Run it with MIG_PENDING=1; it fails until that is fixed.
-    if os.environ.get("MIG_PENDING") == "1":
-        batch_race(s.conn)
+    batch_race(s.conn)
     return s
 
 
 def batch_race(conn):
     """Alembic's batch recreate takes no lock before its copy: a fenced write
     that commits between the copy (INSERT ... SELECT) and the DROP is not in
-    the new table. Its data is lost (as for any table); its HWM must not be:
-    afterwards a token below the lost write's is refused. Alembic's statements,
-    with a pause between copy and DROP to make the interleaving certain."""
+    the new table. The rename is refused (40001): the old table stays, with
+    the acknowledged write, and a token below it is refused. Alembic's
+    statements, with a pause between copy and DROP to make the interleaving
+    certain."""
     label = "alembic: batch recreate (row scope) racing a fenced write"
     conn.execute("CREATE TABLE race (id int PRIMARY KEY, v int, fence fencing_token)")
     with conn.transaction():
@@ -240,7 +237,8 @@ def batch_race(conn):
     migration.close()
     hwm = fenced.value(conn, "SELECT fencing_high_water('race', '{\"id\": 1}')::text::bigint")
     got = refusal(conn, 30, "UPDATE race SET v = -1 WHERE id = 1")
-    report(got == "TF001", f"{label}: the migration {outcome}; afterwards key 1's HWM is {hwm} "
+    report(got == "TF001" and outcome == "refused 40001" and hwm == 50,
+           f"{label}: the migration {outcome} (want refused 40001); afterwards key 1's HWM is {hwm} "
            f"and a write with 30 (below the acknowledged 50) is refused (got {got})")
 
 

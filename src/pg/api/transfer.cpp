@@ -8,6 +8,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/ddl/dropped_rows.hpp"
 
 extern "C" {
 #include "catalog/pg_class.h"
@@ -127,6 +128,8 @@ Datum TransferState(FunctionCallInfo fcinfo) {
                    false);
     EndInternal(&access);
     RequireRowsCarried(source, target, token);
+    if (token[0] != '\0')
+        RequireNoRowBelowTombstone(target, token, RelName(source), RelName(source));
     PG_RETURN_VOID();
 }
 

@@ -57,7 +57,7 @@ void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
 // locked by the caller; under READ COMMITTED it does nothing.
 void RequireRowsInSnapshot(Oid relid, const char *what);
 // Whether the extension's SQL in this database has the function signature
-// ('fencing.keep_dropped_state(oid)'): a database whose extension is not yet
+// ('fencing.keep_dropped_state(oid,boolean)'): a database whose extension is not yet
 // updated (ALTER EXTENSION fencing UPDATE) runs this library with the older
 // version's SQL, and keeps that version's behaviour. Inside an internal
 // session.

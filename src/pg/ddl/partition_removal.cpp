@@ -1,6 +1,7 @@
 // Rows leaving a row-scope fenced partition tree leave tombstones first (see
 // partition_removal.hpp).
 #include "pg/ddl/partition_removal.hpp"
+#include "pg/ddl/dropped_rows.hpp"
 
 #include "core/policy.hpp"
 #include "pg/guard/install.hpp"
@@ -132,7 +133,7 @@ void KeepDroppedState(List *going) {
     InternalSession access;
     BeginInternal(&access);
     // Before ALTER EXTENSION UPDATE to 1.6: a DROP deletes the state, as it did.
-    if (!ExtensionFunctionInstalled("fencing.keep_dropped_state(oid)")) {
+    if (!ExtensionFunctionInstalled("fencing.keep_dropped_state(oid,boolean)")) {
         EndInternal(&access);
         return;
     }
@@ -140,17 +141,26 @@ void KeepDroppedState(List *going) {
     for (int i = 0; i < n; ++i)
         relids[i] = list_nth_oid(going, i);
     RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
+    Datum *with_rows = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
+    int n_with_rows = 0;
     for (int i = 0; i < n; ++i) {
         ProtectedRow row;
-        if (ReadProtectedRow(relids[i], &row))
-            RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
+        if (!ReadProtectedRow(relids[i], &row))
+            continue;
+        RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
+        if (KeepDroppedRows(relids[i], going))
+            with_rows[n_with_rows++] = ObjectIdGetDatum(relids[i]);
     }
-    Oid types[] = {OIDARRAYOID};
-    Datum values[] = {PointerGetDatum(array)};
-    RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
-                   " FROM fencing.protected p"
-                   " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-                   1, types, values, nullptr, false);
+    Oid types[] = {OIDARRAYOID, OIDARRAYOID};
+    Datum values[] = {PointerGetDatum(array),
+                      PointerGetDatum(construct_array(with_rows, n_with_rows, OIDOID, sizeof(Oid),
+                                                      true, TYPALIGN_INT))};
+    RunInternalSql(
+        "SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid,"
+        " p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($2))"
+        " FROM fencing.protected p"
+        " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+        2, types, values, nullptr, false);
     EndInternal(&access);
 }
 

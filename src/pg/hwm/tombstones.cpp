@@ -18,6 +18,7 @@ extern "C" {
 #include "access/tableam.h"
 #include "access/xact.h"
 #include "catalog/pg_inherits.h"
+#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -306,13 +307,15 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
 }
 
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
-                       Token *offered, Token *hwm, bool *floor, bool *unkeyed) {
+                       Token *offered, Token *hwm, bool *floor, bool *unkeyed,
+                       bool tombstones_only) {
     bool below = false;
     // A row without a token is below any HWM: its next writer's token would
     // be its first, whatever the key's tombstone or floor says.
     bool keyed =
         ForEachKeyedRow(rel, token_attnum, true, [&](Datum key, Token token, bool tokened) {
-            below = LookupTombstone(home_relid, key, hwm, floor) && (!tokened || token < *hwm);
+            below = LookupTombstone(home_relid, key, hwm, floor) && !(tombstones_only && *floor) &&
+                    (!tokened || token < *hwm);
             if (below) {
                 *offered = token;
                 *has_token = tokened;
@@ -320,7 +323,7 @@ bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bo
             return !below;
         });
     *unkeyed = false;
-    if (keyed)
+    if (keyed || tombstones_only)
         return below;
     // Without a primary key (ATTACH builds the home's on it) no row can be
     // looked up by its key: any row is refused, none judged unread.
@@ -329,6 +332,26 @@ bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bo
     *unkeyed = NextLatestRow(&rows);
     EndLatestRowScan(&rows);
     return *unkeyed;
+}
+
+void ForEachRowToken(Relation rel, AttrNumber token_attnum, bool keyed,
+                     void (*add)(void *arg, Datum key, uint64 key_hash, Token token), void *arg) {
+    if (keyed && ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
+            auto *bytes = reinterpret_cast<const unsigned char *>(VARDATA_ANY(key));
+            uint64 hash = hash_bytes_extended(bytes, VARSIZE_ANY_EXHDR(key), 0);
+            add(arg, key, hash == 0 ? 1 : hash, token);
+            return true;
+        }))
+        return;
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing row tokens");
+    while (NextLatestRow(&rows)) {
+        bool isnull;
+        Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
+        if (!isnull)
+            add(arg, Datum(0), 0, static_cast<Token>(DatumGetInt64(token)));
+    }
+    EndLatestRowScan(&rows);
 }
 
 }  // namespace fencing::pg

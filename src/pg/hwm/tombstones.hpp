@@ -74,8 +74,23 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
 // *offered and *hwm (*floor: the floor's). Read with the latest snapshot; the
 // caller holds a lock on rel that keeps every writer out. A rel without a
 // primary key that has any row is refused too (*unkeyed): its rows cannot be
-// looked up by key.
+// looked up by key. tombstones_only: only a tombstone counts, not the floor,
+// and a rel without a primary key is never below (a table that replaces a
+// dropped or swapped-out one: its rows were judged by the floor already).
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
-                       Token *offered, Token *hwm, bool *floor, bool *unkeyed);
+                       Token *offered, Token *hwm, bool *floor, bool *unkeyed,
+                       bool tombstones_only = false);
+
+}  // namespace fencing::pg
+
+namespace fencing::pg {
+
+// Calls add(arg, key, key_hash, token) for every row of rel (a leaf) whose
+// token is not NULL, read with the latest snapshot: key is the row's canonical
+// primary key (valid during the call) and key_hash a 64-bit hash of it, or
+// both 0 when keyed is false or rel has none. The caller holds a lock on rel
+// that keeps every writer out.
+void ForEachRowToken(Relation rel, AttrNumber token_attnum, bool keyed,
+                     void (*add)(void *arg, Datum key, uint64 key_hash, Token token), void *arg);
 
 }  // namespace fencing::pg
