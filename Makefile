@@ -54,7 +54,8 @@ PG_CPPFLAGS = -I$(srcdir)/src -isystem $(PG_INCLUDEDIR_SERVER)
 # The library's version (PG_MODULE_MAGIC_EXT on 18+): the control file's.
 FENCING_VERSION := $(shell sed -n "s/^default_version *= *'\([^']*\)'.*/\1/p" $(dir $(lastword $(MAKEFILE_LIST)))fencing.control)
 PG_CPPFLAGS += -DFENCING_VERSION='"$(FENCING_VERSION)"'
-PG_CXXFLAGS = -std=c++17 -fno-rtti -fno-exceptions -Wall -Wextra -Wno-missing-field-initializers $(WERROR)
+# -Wshadow=compatible-local: PostgreSQL 16+ builds extensions with it.
+PG_CXXFLAGS = -std=c++17 -fno-rtti -fno-exceptions -Wall -Wextra -Wshadow=compatible-local -Wno-missing-field-initializers $(WERROR)
 PG_LDFLAGS = -lstdc++
 # Header dependencies (PGXS tracks none without --enable-depend): a changed
 # header rebuilds every object that includes it.

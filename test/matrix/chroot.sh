@@ -34,7 +34,7 @@ log() { echo "chroot: $*" >&2; }
 
 # What every chroot has: a C++ toolchain, the TAP framework's Perl modules,
 # the Debian packaging tools (pg_buildext is in postgresql-server-dev-all).
-COMMON=(g++ make perl libipc-run-perl libtest-simple-perl dpkg-dev debhelper
+COMMON=(build-essential g++ make perl libipc-run-perl libtest-simple-perl dpkg-dev debhelper
     fakeroot postgresql-server-dev-all procps util-linux locales-all python3 python3-psycopg)
 case $SUITE in
 trixie)

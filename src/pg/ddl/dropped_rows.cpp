@@ -78,10 +78,10 @@ void Append(void *arg, Datum key, uint64 key_hash, Token token) {
     rows->bytes += bytes;
     if (rows->count == rows->capacity) {
         rows->capacity = rows->capacity == 0 ? 1024 : rows->capacity * 2;
-        Size bytes = sizeof(RowToken) * rows->capacity;
-        rows->items = static_cast<RowToken *>(rows->items == nullptr
-                                                  ? MemoryContextAllocHuge(rows->context, bytes)
-                                                  : repalloc_huge(rows->items, bytes));
+        Size array_size = sizeof(RowToken) * rows->capacity;
+        rows->items = static_cast<RowToken *>(
+            rows->items == nullptr ? MemoryContextAllocHuge(rows->context, array_size)
+                                   : repalloc_huge(rows->items, array_size));
     }
     Datum kept_key = Datum(0);
     if (with_key) {
