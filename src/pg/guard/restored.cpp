@@ -1,0 +1,106 @@
+// The restored-without-state mark of a table's guards (pg/guard/restored.hpp).
+#include "pg/guard/restored.hpp"
+
+#include "pg/base/errors.hpp"
+#include "pg/base/relation_args.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/guard/triggers.hpp"
+
+extern "C" {
+#include "access/xact.h"
+#include "utils/memutils.h"
+}
+
+namespace fencing::pg {
+namespace {
+
+// The marks set or lifted by this transaction, in TopMemoryContext; cleared
+// when it ends.
+struct MarkChange {
+    Oid relid;
+    char *mark;  // nullptr: lifted
+};
+List *changes = NIL;
+
+void ForgetChanges(XactEvent event, void *) {
+    if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+        event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT &&
+        event != XACT_EVENT_PREPARE)
+        return;
+    ListCell *lc;
+    foreach (lc, changes) {
+        auto *c = static_cast<MarkChange *>(lfirst(lc));
+        if (c->mark != nullptr)
+            pfree(c->mark);
+    }
+    list_free_deep(changes);
+    changes = NIL;
+}
+
+MarkChange *ChangeOf(Oid relid) {
+    ListCell *lc;
+    foreach (lc, changes) {
+        auto *c = static_cast<MarkChange *>(lfirst(lc));
+        if (c->relid == relid)
+            return c;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+const char *RestoredMark(Oid relid) {
+    FencingFunctions fns = LookupFencingFunctions();
+    ListCell *lc;
+    foreach (lc, GuardedRelations(relid, NoLock)) {
+        TriggerInfo *triggers;
+        int n = ReadTriggers(lfirst_oid(lc), &triggers);
+        for (int i = 0; i < n; ++i)
+            if (triggers[i].fn == fns.guard && OidIsValid(fns.guard) && triggers[i].nargs >= 3 &&
+                triggers[i].args[2] != nullptr)
+                return triggers[i].args[2];
+    }
+    return nullptr;
+}
+
+const char *RestoredMarkToInstall(Oid relid) {
+    const MarkChange *c = ChangeOf(relid);
+    if (c != nullptr)
+        return c->mark;
+    return RestoredMark(relid);
+}
+
+void SetRestoredMark(Oid relid, const char *mark) {
+    MarkChange *c = ChangeOf(relid);
+    if (c == nullptr) {
+        c = static_cast<MarkChange *>(MemoryContextAllocZero(TopMemoryContext, sizeof(MarkChange)));
+        c->relid = relid;
+        MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+        changes = lappend(changes, c);
+        MemoryContextSwitchTo(old);
+    } else if (c->mark != nullptr) {
+        pfree(c->mark);
+    }
+    c->mark = mark != nullptr ? MemoryContextStrdup(TopMemoryContext, mark) : nullptr;
+}
+
+void RegisterRestoredCallbacks() {
+    RegisterXactCallback(ForgetChanges, nullptr);
+}
+
+void RefuseRestoredWrite(Relation rel, const char *mark) {
+    ereport(
+        ERROR,
+        (errcode(ERRCODE_FENCING_RESTORED_WITHOUT_STATE),
+         errmsg("table %s was restored without its fencing state", RelName(RelationGetRelid(rel))),
+         errdetail("%s", mark),
+         errhint("Restore fencing's state with the table (a whole-database dump, or pg_dump "
+                 "-t tbl -t 'fencing.*'), or accept its loss: SELECT "
+                 "fencing_reset_restored('%s') (its owner; logged in fencing.reset_log; a "
+                 "database whose extension is older than 1.6 needs ALTER EXTENSION fencing "
+                 "UPDATE first).",
+                 RelName(RelationGetRelid(rel)))));
+    pg_unreachable();
+}
+
+}  // namespace fencing::pg
