@@ -225,7 +225,10 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
         }
     }
     // Read before the guards that carry it are removed.
-    const char *restored_mark = is_protected ? RestoredMarkToInstall(relid) : nullptr;
+    // The mark this transaction set or lifted, else the one the guards carry.
+    const char *restored_mark = nullptr;
+    if (is_protected && !RestoredMarkChanged(relid, &restored_mark))
+        restored_mark = RestoredMark(relid);
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, touched_only ? NoLock : ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);
@@ -262,6 +265,20 @@ Oid PolicyHolder(Oid relid, ProtectedRow *row) {
             return lfirst_oid(lc);
     }
     return InvalidOid;
+}
+
+const char *RestoredMark(Oid relid) {
+    FencingFunctions fns = LookupFencingFunctions();
+    ListCell *lc;
+    foreach (lc, GuardedRelations(relid, NoLock)) {
+        TriggerInfo *triggers;
+        int n = ReadTriggers(lfirst_oid(lc), &triggers);
+        for (int i = 0; i < n; ++i)
+            if (triggers[i].fn == fns.guard && OidIsValid(fns.guard) && triggers[i].nargs >= 3 &&
+                triggers[i].args[2] != nullptr)
+                return triggers[i].args[2];
+    }
+    return nullptr;
 }
 
 bool RepairGuards(Oid relid) {

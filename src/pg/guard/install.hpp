@@ -51,6 +51,10 @@ void SyncTouchedGuards(Oid relid);
 // partition ancestor; InvalidOid when none. Inside an internal session.
 Oid PolicyHolder(Oid relid, ProtectedRow *row);
 
+// The restored-without-state mark on the guards of relid or of any of its
+// leaves (pg/guard/restored.hpp); nullptr when none.
+const char *RestoredMark(Oid relid);
+
 // Re-installs relid's guards from its policy: rewriting the row fires
 // fencing.protected_sync. Inside an internal session. False when relid has
 // no policy.

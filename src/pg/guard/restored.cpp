@@ -3,8 +3,6 @@
 
 #include "pg/base/errors.hpp"
 #include "pg/base/relation_args.hpp"
-#include "pg/guard/install.hpp"
-#include "pg/guard/triggers.hpp"
 
 extern "C" {
 #include "access/xact.h"
@@ -49,25 +47,12 @@ MarkChange *ChangeOf(Oid relid) {
 
 }  // namespace
 
-const char *RestoredMark(Oid relid) {
-    FencingFunctions fns = LookupFencingFunctions();
-    ListCell *lc;
-    foreach (lc, GuardedRelations(relid, NoLock)) {
-        TriggerInfo *triggers;
-        int n = ReadTriggers(lfirst_oid(lc), &triggers);
-        for (int i = 0; i < n; ++i)
-            if (triggers[i].fn == fns.guard && OidIsValid(fns.guard) && triggers[i].nargs >= 3 &&
-                triggers[i].args[2] != nullptr)
-                return triggers[i].args[2];
-    }
-    return nullptr;
-}
-
-const char *RestoredMarkToInstall(Oid relid) {
+bool RestoredMarkChanged(Oid relid, const char **mark) {
     const MarkChange *c = ChangeOf(relid);
-    if (c != nullptr)
-        return c->mark;
-    return RestoredMark(relid);
+    if (c == nullptr)
+        return false;
+    *mark = c->mark;
+    return true;
 }
 
 void SetRestoredMark(Oid relid, const char *mark) {

@@ -17,12 +17,9 @@ extern "C" {
 
 namespace fencing::pg {
 
-// The mark on the guards of relid (or of any of its leaves); nullptr when none.
-const char *RestoredMark(Oid relid);
-
-// The mark SyncGuards installs on relid's guards: the one set for this
-// transaction, none when lifted in this transaction, else the one they carry.
-const char *RestoredMarkToInstall(Oid relid);
+// Whether this transaction set or lifted relid's mark (SetRestoredMark);
+// *mark is then the mark set (nullptr: lifted).
+bool RestoredMarkChanged(Oid relid, const char **mark);
 
 // For the rest of this transaction, relid's guards are installed with mark
 // (nullptr: without one, the mark lifted).
