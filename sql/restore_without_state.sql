@@ -82,6 +82,15 @@ SELECT replace(pg_get_triggerdef(t.oid), 'ON public.rws_dst3 ', 'ON public.rws_d
 \set ECHO all
 SELECT table_name, guard_ok FROM fencing_protected WHERE table_name = 'rws_dst4'::regclass;
 
+-- The mark follows the logical table: a swap (fencing_transfer_state) and a
+-- drop and recreate in one transaction (the kept state) hand it on.
+CREATE TABLE rws_swap (LIKE rws_dst3 INCLUDING ALL);
+SELECT fencing_transfer_state('rws_dst3', 'rws_swap');
+SELECT table_name, scope, guard_ok FROM fencing_protected WHERE table_name = 'rws_swap'::regclass;
+BEGIN; DROP TABLE rws_dst4; CREATE TABLE rws_dst4 (id int PRIMARY KEY, v int, fence fencing_token); COMMIT;
+SELECT table_name, scope, guard_ok FROM fencing_protected WHERE table_name = 'rws_dst4'::regclass;
+BEGIN; SET LOCAL fencing.token = 1000; INSERT INTO rws_dst4 VALUES (1, 0); ROLLBACK;
+
 -- A table created while restoring (replica mode) is auto-protected marked:
 -- its dumped policy and state are unknown until fencing's data arrives.
 SET session_replication_role = replica;
@@ -92,7 +101,7 @@ BEGIN; SET LOCAL fencing.token = 5; INSERT INTO rws_replica VALUES (1, 0); ROLLB
 CREATE TABLE rws_origin (id int PRIMARY KEY, v int, fence fencing_token);
 SELECT table_name, guard_ok FROM fencing_protected WHERE table_name = 'rws_origin'::regclass;
 
-DROP TABLE rws_src, rws_dst, rws_dst2, rws_dst3, rws_dst4, rws_replica, rws_origin;
+DROP TABLE rws_src, rws_dst, rws_dst2, rws_dst3, rws_dst4, rws_swap, rws_replica, rws_origin;
 DELETE FROM fencing.reset_log WHERE target = 'public.rws_dst';
 REVOKE CREATE ON SCHEMA public FROM rws_owner;
 DROP ROLE rws_owner, rws_other;

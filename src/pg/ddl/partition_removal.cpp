@@ -4,6 +4,7 @@
 
 #include "core/policy.hpp"
 #include "pg/guard/install.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/base/compat.hpp"
 #include "pg/base/internal_access.hpp"
@@ -19,6 +20,7 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
@@ -126,8 +128,7 @@ int64 TombstoneRows(Oid removed, const List *going, Oid home) {
 void KeepDroppedState(List *going) {
     int n = list_length(going);
     Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
+    for (int i = 0; i < n; ++i) oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     InternalSession access;
     BeginInternal(&access);
@@ -137,20 +138,28 @@ void KeepDroppedState(List *going) {
         return;
     }
     Oid *relids = static_cast<Oid *>(palloc(sizeof(Oid) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        relids[i] = list_nth_oid(going, i);
+    for (int i = 0; i < n; ++i) relids[i] = list_nth_oid(going, i);
     RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
     for (int i = 0; i < n; ++i) {
         ProtectedRow row;
         if (ReadProtectedRow(relids[i], &row))
             RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
     }
+    for (int i = 0; i < n; ++i) {
+        const char *mark = RestoredMark(relids[i]);
+        if (mark != nullptr)
+            KeepDroppedMark(
+                quote_qualified_identifier(get_namespace_name(get_rel_namespace(relids[i])),
+                                           get_rel_name(relids[i])),
+                mark);
+    }
     Oid types[] = {OIDARRAYOID};
     Datum values[] = {PointerGetDatum(array)};
-    RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
-                   " FROM fencing.protected p"
-                   " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-                   1, types, values, nullptr, false);
+    RunInternalSql(
+        "SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
+        " FROM fencing.protected p"
+        " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+        1, types, values, nullptr, false);
     EndInternal(&access);
 }
 

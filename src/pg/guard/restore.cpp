@@ -243,7 +243,16 @@ FENCING_FUNCTION(fencing_note_dumped_policy) {
                                "row trigger")));
     bool isnull;
     Datum relid = heap_getattr(td->tg_trigtuple, 1, RelationGetDescr(td->tg_relation), &isnull);
-    if (!isnull && !InSecurityRestrictedOperation())
-        SetRestoredMark(DatumGetObjectId(relid), nullptr);
+    if (!isnull && !InSecurityRestrictedOperation()) {
+        // A table taking a dropped marked table's kept state (drop and
+        // recreate) takes its mark too: that state came from no dump.
+        Oid table = DatumGetObjectId(relid);
+        const char *name = get_rel_name(table);
+        const char *kept = name != nullptr
+                               ? DroppedMark(quote_qualified_identifier(
+                                     get_namespace_name(get_rel_namespace(table)), name))
+                               : nullptr;
+        SetRestoredMark(table, kept);
+    }
     return PointerGetDatum(td->tg_trigtuple);
 }

@@ -15,7 +15,8 @@ namespace {
 // The marks set or lifted by this transaction, in TopMemoryContext; cleared
 // when it ends.
 struct MarkChange {
-    Oid relid;
+    Oid relid;   // InvalidOid: a dropped table's mark, by name
+    char *name;  // the dropped table's qualified name
     char *mark;  // nullptr: lifted
 };
 List *changes = NIL;
@@ -30,6 +31,8 @@ void ForgetChanges(XactEvent event, void *) {
         auto *c = static_cast<MarkChange *>(lfirst(lc));
         if (c->mark != nullptr)
             pfree(c->mark);
+        if (c->name != nullptr)
+            pfree(c->name);
     }
     list_free_deep(changes);
     changes = NIL;
@@ -39,7 +42,7 @@ MarkChange *ChangeOf(Oid relid) {
     ListCell *lc;
     foreach (lc, changes) {
         auto *c = static_cast<MarkChange *>(lfirst(lc));
-        if (c->relid == relid)
+        if (c->relid == relid && c->name == nullptr)
             return c;
     }
     return nullptr;
@@ -67,6 +70,26 @@ void SetRestoredMark(Oid relid, const char *mark) {
         pfree(c->mark);
     }
     c->mark = mark != nullptr ? MemoryContextStrdup(TopMemoryContext, mark) : nullptr;
+}
+
+void KeepDroppedMark(const char *qualified_name, const char *mark) {
+    auto *c =
+        static_cast<MarkChange *>(MemoryContextAllocZero(TopMemoryContext, sizeof(MarkChange)));
+    c->name = MemoryContextStrdup(TopMemoryContext, qualified_name);
+    c->mark = MemoryContextStrdup(TopMemoryContext, mark);
+    MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+    changes = lappend(changes, c);
+    MemoryContextSwitchTo(old);
+}
+
+const char *DroppedMark(const char *qualified_name) {
+    ListCell *lc;
+    foreach (lc, changes) {
+        auto *c = static_cast<MarkChange *>(lfirst(lc));
+        if (c->name != nullptr && strcmp(c->name, qualified_name) == 0)
+            return c->mark;
+    }
+    return nullptr;
 }
 
 void RegisterRestoredCallbacks() {

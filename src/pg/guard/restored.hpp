@@ -25,6 +25,12 @@ bool RestoredMarkChanged(Oid relid, const char **mark);
 // (nullptr: without one, the mark lifted).
 void SetRestoredMark(Oid relid, const char *mark);
 
+// A marked table dropped by this transaction keeps its mark under its
+// qualified name for a table that takes the name and its kept state.
+void KeepDroppedMark(const char *qualified_name, const char *mark);
+// The mark kept for that name, or nullptr.
+const char *DroppedMark(const char *qualified_name);
+
 void RegisterRestoredCallbacks();
 
 // TF004 for a write to a table whose guard carries mark.
