@@ -235,7 +235,13 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing.key_detached()', 'called directly', $$SELECT fencing.key_detached()$$),
 ('fencing.swapped_out()', 'called directly', $$SELECT fencing.swapped_out()$$),
 ('fencing.on_ddl_adopt_dropped()', 'called directly', $$SELECT fencing.on_ddl_adopt_dropped()$$),
-('fencing.protected_lock_tree()', 'called directly', $$SELECT fencing.protected_lock_tree()$$);
+('fencing.protected_lock_tree()', 'called directly', $$SELECT fencing.protected_lock_tree()$$),
+('fencing.note_dumped_policy()', 'called directly', $$SELECT fencing.note_dumped_policy()$$),
+('fencing_reset_restored(regclass)', 'NULL', $$SELECT fencing_reset_restored(NULL)$$),
+('fencing_reset_restored(regclass)', 'unprotected table', $$SELECT fencing_reset_restored('bi_plain')$$),
+('fencing_reset_restored(regclass)', 'not restored', $$SELECT fencing_reset_restored('bi_row')$$),
+('fencing_reset_restored(regclass)', 'a catalog', $$SELECT fencing_reset_restored('pg_class')$$),
+('fencing_reset_restored(regclass)', 'dropped table', format($$SELECT fencing_reset_restored(%s)$$, :dropped_oid));
 
 -- fencing_protect / fencing_unprotect ----------------------------------------
 INSERT INTO catalogue (fn, input, sql) VALUES

@@ -526,3 +526,24 @@ CREATE FUNCTION @extschema@.fencing_enable_namespace_retirement(namespace pg_cat
 COMMENT ON FUNCTION @extschema@.fencing_enable_namespace_retirement(pg_catalog.text, pg_catalog.interval) IS
     'opt a namespace in to retirement (its owner), even when a table has the same name';
 -- (bulk: end of section)
+
+-- == restores without fencing's data fail closed ==
+-- A dump of single tables (pg_dump -t, -n, -N fencing) carries each fenced
+-- table's guard, whose arguments hold its policy, but none of fencing's data.
+-- Restored, such a table takes the dumped guard's policy and its guards carry
+-- a third argument, the restored-without-state mark: every write is refused
+-- (TF004) until the state is restored (a dump's fencing.protected row arriving
+-- lifts the mark: fencing.note_dumped_policy) or the owner accepts the loss
+-- (fencing_reset_restored, logged). The mark lives in the triggers, so the
+-- library fails closed under older extension SQL too (src/pg/guard/restore.hpp).
+CREATE FUNCTION fencing.note_dumped_policy() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'fencing_note_dumped_policy' LANGUAGE C;
+REVOKE ALL ON FUNCTION fencing.note_dumped_policy() FROM PUBLIC;
+-- Before protected_upsert (triggers fire in name order).
+CREATE TRIGGER protected_note_dumped BEFORE INSERT ON fencing.protected
+    FOR EACH ROW EXECUTE FUNCTION fencing.note_dumped_policy();
+ALTER TABLE fencing.protected ENABLE ALWAYS TRIGGER protected_note_dumped;
+CREATE FUNCTION @extschema@.fencing_reset_restored(target pg_catalog.regclass)
+    RETURNS pg_catalog.bool AS 'MODULE_PATHNAME', 'fencing_reset_restored' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION @extschema@.fencing_reset_restored(pg_catalog.regclass) IS
+    'accepts that a table restored without its fencing state lost it: its writes are fenced again under its policy (owner only; logged in fencing.reset_log)';

@@ -135,8 +135,10 @@ INSERT INTO tr_part VALUES (1, 'a', 5);
 \echo :LAST_ERROR_SQLSTATE
 
 -- A guard created by a statement (as a restored dump does) is replaced by the
--- policy's own guards; one for a table without a policy is dropped (WARNING).
--- Here: the same name, a home relid from another database.
+-- policy's own guards; one for a table without a policy fences it under the
+-- guard's policy, refusing writes until its state is restored (WARNING;
+-- sql/restore_without_state.sql). Here: the same name, a home relid from
+-- another database.
 SELECT pg_catalog.regexp_replace(pg_get_triggerdef(oid), '''v1 [0-9]+', '''v1 1') AS def
   FROM pg_trigger WHERE tgname = 'zz_fencing_guard_' || 'tr_tab'::regclass::oid \gset
 :def;

@@ -176,7 +176,7 @@ CREATE TABLE k_legacy (k int PRIMARY KEY, v int, fence fencing_token);
 INSERT INTO k_legacy VALUES (1, 1, 10), (2, 2, 10);
 ALTER EVENT TRIGGER fencing_ddl_command_end DISABLE;
 ALTER TABLE k_legacy ALTER COLUMN k TYPE jsonb USING to_jsonb(k);
-ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE;
+ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE ALWAYS;  -- as 1.6 installs it
 UPDATE k_legacy SET v = 3, fence = 11 WHERE k = '1';
 UPDATE k_legacy SET v = 3, fence = 9 WHERE k = '1';
 \echo :LAST_ERROR_SQLSTATE
@@ -193,7 +193,7 @@ INSERT INTO k_legacy_deferrable VALUES (1, 10);
 ALTER EVENT TRIGGER fencing_ddl_command_end DISABLE;
 ALTER TABLE k_legacy_deferrable DROP CONSTRAINT k_legacy_deferrable_pkey,
     ADD PRIMARY KEY (k) DEFERRABLE;
-ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE;
+ALTER EVENT TRIGGER fencing_ddl_command_end ENABLE ALWAYS;  -- as 1.6 installs it
 DELETE FROM k_legacy_deferrable WHERE set_config('fencing.token', '10', true) IS NOT NULL;
 \echo :LAST_ERROR_SQLSTATE
 INSERT INTO k_legacy_deferrable VALUES (2, 10);

@@ -1,9 +1,9 @@
 -- A schema-only restore creates each fenced table (auto-protected in row
 -- scope, the defaults) and then the dumped guard, whose policy may differ:
--- the WARNING says the table is fenced meanwhile under this database's
--- policy and that fencing's data brings the dumped one back, naming each
--- policy by what differs (not the same scope twice). Simulated: the dumped
--- CREATE TRIGGER of one table replayed on a freshly declared twin.
+-- the table takes the dumped guard's policy, and refuses writes (TF004) until
+-- fencing's data brings its state; the WARNING names the policy once, by
+-- what differs from the defaults. Simulated: the dumped CREATE TRIGGER of one
+-- table replayed on a freshly declared twin.
 \set VERBOSITY default
 SET client_min_messages = warning;
 CREATE TABLE rw_src (id int PRIMARY KEY, shard text NOT NULL, v int, fence fencing_token);
@@ -20,7 +20,7 @@ SELECT replace(pg_get_triggerdef(t.oid), 'ON public.' || c.relname || ' ',
  WHERE c.relname IN ('rw_src', 'rw_src2') AND t.tgname LIKE 'zz_fencing_guard%'
  ORDER BY c.relname \gexec
 \set ECHO all
--- Fenced throughout, under this database's policy until fencing's data comes.
+-- Under the dumped policy, refusing writes until fencing's data comes.
 SELECT table_name, scope, strict, on_stale, guard_ok FROM fencing_protected
  WHERE table_name::text LIKE 'rw\_dst%' ORDER BY 1;
 DROP TABLE rw_src, rw_src2, rw_dst, rw_dst2;

@@ -10,6 +10,7 @@
 #include "pg/base/guc.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/stats.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/guard/unfenced.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/api/lease_commit.hpp"
@@ -51,6 +52,7 @@ void _PG_init(void) {
     fencing::pg::RegisterDurabilityCallbacks();
     fencing::pg::RegisterRaiseRegistryCallbacks();
     fencing::pg::RegisterUnfencedCallbacks();
+    fencing::pg::RegisterRestoredCallbacks();
     fencing::pg::RegisterTokenTypeCallbacks();
     fencing::pg::RegisterInternalAccessCallbacks();
     fencing::pg::RegisterSubscriberCallbacks();

@@ -154,32 +154,37 @@ for my $fmt (qw(plain custom directory tar))
 # pg_dump -t of one table carries its rows (a row's token is its row HWM) and
 # guard triggers, but not fencing's configuration tables: pg_dump dumps those
 # only with the extension. Restored into a database with the extension, a
-# fencing_token table is fenced again (auto-protection, row scope, WARNING
-# that the dumped policy differs); a bigint-token table has no policy there,
-# so its dumped guard is dropped with a WARNING: never silently unfenced.
+# table whose dumped guard names a policy this database does not hold (another
+# scope or options; a bigint token column, which auto-protection leaves
+# alone) is fenced under the dumped policy and refuses every write (TF004)
+# until its owner accepts the lost state: never silently unfenced.
 {
 	my $db = fresh_db('dst_t', 1);
 	run_client(0, 'pg_dump', '-d', $src, '-t', $_, '-f', "$work/$_.sql") for qw(ledger orders inventory);
 	($rc, $err) = run_client(0, 'psql', '-X', '-q', '-d', $db, '-f', "$work/ledger.sql");
-	like($err, qr/is fenced for now under this database's policy \(row scope\), not the dumped guard's \(table scope, on_stale skip\)/,
-		'pg_dump -t: restoring a fencing_token table warns that its dumped policy is not restored');
-	is(query($node, $db, q{SELECT scope || '|' || guard_ok FROM fencing_protected WHERE table_name = 'ledger'::regclass}),
-		'row|true', 'pg_dump -t: the table is listed, fenced (auto-protected) and its guards in place');
-	is(sqlstate($node, $db, q{UPDATE ledger SET fence = 1 WHERE id = 2}), 'TF001',
-		'pg_dump -t: a stale write to it is refused (row HWM)');
+	like($err, qr/WARNING:  table public.ledger was restored without its fencing state/,
+		'pg_dump -t: restoring a table fenced under another policy warns that its state is not restored');
+	is(query($node, $db, q{SELECT scope || '|' || on_stale || '|' || guard_ok FROM fencing_protected WHERE table_name = 'ledger'::regclass}),
+		'table|skip|false', 'pg_dump -t: the table is fenced under its dumped policy, marked');
+	is(sqlstate($node, $db, q{BEGIN; SET LOCAL fencing.token = 100; UPDATE ledger SET id = 2 WHERE id = 2; COMMIT}), 'TF004',
+		'pg_dump -t: every write to it is refused until the reset');
+	is(query($node, $db, q{SELECT fencing_reset_restored('ledger')}), 't', 'pg_dump -t: its owner accepts the loss');
+	is(query($node, $db, q{BEGIN; SET LOCAL fencing.token = 1; WITH w AS (UPDATE ledger SET id = 2 WHERE id = 2 RETURNING 1) SELECT count(*) FROM w; COMMIT}),
+		'0', 'pg_dump -t: then a stale write is skipped (table HWM raised from the rows, on_stale skip)');
 	($rc, $err) = run_client(0, 'psql', '-X', '-q', '-d', $db, '-f', "$work/orders.sql");
-	like($err, qr/WARNING:  table public.orders is not fenced: it has no fencing policy in this database/,
-		'pg_dump -t: a table without a policy here: its dumped guard is dropped, with a WARNING');
-	is(query($node, $db, q{SELECT (SELECT count(*) FROM fencing_protected WHERE table_name = 'orders'::regclass) || ' ' ||
-	        (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'orders'::regclass)}),
-		'0 0', 'pg_dump -t: ... and it is neither listed as fenced nor carries a guard');
+	like($err, qr/WARNING:  table public.orders was restored without its fencing state/,
+		'pg_dump -t: a table without a policy here takes its dumped guard\'s, with a WARNING');
+	is(query($node, $db, q{SELECT scope || '|' || token_column || '|' || guard_ok FROM fencing_protected WHERE table_name = 'orders'::regclass}),
+		'resource|fence|false', 'pg_dump -t: ... fenced on its bigint column in resource scope, marked');
+	is(sqlstate($node, $db, q{UPDATE orders SET shard = 's' WHERE id = 1}), 'TF004',
+		'pg_dump -t: ... and a write to it is refused');
 	($rc, $err) = run_client(0, 'psql', '-X', '-q', '-d', $db, '-f', "$work/inventory.sql");
 	is(sqlstate($node, $db, q{UPDATE inventory SET epoch = 9 WHERE item = 'a'}), 'TF001',
 		'pg_dump -t: row HWMs travel in the rows: stale UPDATE refused');
 	is(query($node, $db, q{SELECT coalesce(fencing_high_water('inventory', '{"item": "b"}')::text, 'none')}), 'none',
 		'pg_dump -t: tombstones do not travel (the documented limit): the deleted key has no HWM');
 	is(sqlstate($node, $db, q{INSERT INTO inventory VALUES ('b', 1, 25)}), '',
-		'pg_dump -t: ... so a stale re-INSERT of it is accepted: see docs/guarantees.md on pg_dump -t');
+		'pg_dump -t restored in origin mode (not the documented replica mode) of a table under the default policy: not marked, so a stale re-INSERT of a deleted key is accepted (docs/operations.md)');
 }
 
 # --- pg_restore --disable-triggers -----------------------------------------------

@@ -7,9 +7,11 @@
 #    and guard in place.
 #  * Partial dumps (pg_dump -t, -n public restored with --clean, -N fencing),
 #    restored in replica mode as docs/operations.md advises for data, into a
-#    database that has the extension: the table comes back fenced (row scope,
-#    judged by its rows' tokens), never silently unfenced; what a partial
-#    dump does not carry (tombstones) is shown, as documented.
+#    database that has the extension: the table comes back fenced under its
+#    policy, never silently unfenced; since the dump carries none of its
+#    state (a deleted key's tombstone), every write is refused (TF004) until
+#    the owner's fencing_reset_restored(); then it is judged by its rows'
+#    tokens.
 #  * fencing_verify_guards() reports a table with a fencing_token column and
 #    no policy.
 use strict;
@@ -120,15 +122,22 @@ for my $form (['-t', 'inv'], ['-n', 'public'], ['-N', 'fencing'])
 	my @clean = $form->[1] eq 'public' ? ('--clean', '--if-exists') : ();
 	($rc, $err) = run_client(1, 'pg_restore', @clean, '-d', $db, "$work/partial.dump");
 	is(query($node, $db, q{SELECT string_agg(table_name || ':' || scope || ':' || guard_ok::int, ' ') FROM fencing_protected}),
-		'inv:row:1', "$label, replica-mode restore: the table comes back fenced, guard in place");
-	is(query($node, $db, 'SELECT count(*) FROM fencing_verify_guards()'), '0', "$label: fencing_verify_guards() finds nothing wrong");
+		'inv:row:0', "$label, replica-mode restore: the table comes back fenced, marked restored without its state");
+	like(query($node, $db, 'SELECT problem FROM fencing_verify_guards()'), qr/restored without its fencing state/,
+		"$label: fencing_verify_guards() reports it");
+	is(sqlstate($node, $db, 'BEGIN; SET LOCAL fencing.token = 100; UPDATE inv SET stock = -1 WHERE id = 1; COMMIT'),
+		'TF004', "$label: a write with a fresh token is refused until the reset");
+	is(sqlstate($node, $db, 'BEGIN; SET LOCAL fencing.token = 15; INSERT INTO inv VALUES (2, -1); COMMIT'),
+		'TF004', "$label: the deleted key's stale re-insert is refused until the reset");
+	is(query($node, $db, q{SELECT fencing_reset_restored('inv')}), 't', "$label: the owner accepts the loss");
+	is(query($node, $db, 'SELECT count(*) FROM fencing_verify_guards()'), '0', "$label: fencing_verify_guards() then finds nothing wrong");
 	is(sqlstate($node, $db, 'UPDATE inv SET stock = -1 WHERE id = 1'), 'TF002', "$label: a write without a token is refused");
 	is(sqlstate($node, $db, 'BEGIN; SET LOCAL fencing.token = 15; UPDATE inv SET stock = -2 WHERE id = 1; COMMIT'),
 		'TF001', "$label: a token below the row's is refused");
-	# The documented limit: the dump does not hold fencing's state, so a key
+	# What the reset accepted: the dump did not hold fencing's state, so a key
 	# deleted before the dump has no tombstone in the restored table.
 	is(query($node, $db, q{SELECT coalesce(fencing_high_water('inv', '{"id": 2}')::text, 'none')}),
-		'none', "$label: the deleted key's tombstone is not in a partial dump (documented)");
+		'none', "$label: the deleted key's tombstone was not in the partial dump (documented)");
 }
 
 # --- fencing_verify_guards() reports a token column without a policy -----------

@@ -9,6 +9,8 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
 #include "pg/ddl/dropped_rows.hpp"
+#include "pg/guard/install.hpp"
+#include "pg/guard/restored.hpp"
 
 extern "C" {
 #include "catalog/pg_class.h"
@@ -28,8 +30,8 @@ namespace {
 void RequirePlainOrPartitioned(Oid relid) {
     char kind = get_rel_relkind(relid);
     if (kind != RELKIND_RELATION && kind != RELKIND_PARTITIONED_TABLE)
-        ereport(ERROR, (errcode(ERRCODE_WRONG_OBJECT_TYPE),
-                        errmsg("%s is not a table", RelName(relid))));
+        ereport(ERROR,
+                (errcode(ERRCODE_WRONG_OBJECT_TYPE), errmsg("%s is not a table", RelName(relid))));
 }
 
 // Row scope keeps each row's HWM in the row itself: the state the transfer
@@ -122,10 +124,14 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     Oid both[] = {source, target};
     RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
     RequireRowsInSnapshot(source, "fencing_transfer_state()");
+    // A source restored without its state hands on nothing that could lift
+    // that: the target's guards carry its mark (pg/guard/restored.hpp).
+    const char *restored_mark = RestoredMark(source);
+    if (restored_mark != nullptr)
+        SetRestoredMark(target, restored_mark);
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
-    RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr,
-                   false);
+    RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr, false);
     EndInternal(&access);
     RequireRowsCarried(source, target, token);
     if (token[0] != '\0')
@@ -141,41 +147,43 @@ Datum ForgetDropped(FunctionCallInfo fcinfo) {
     Oid types[] = {TEXTOID};
     Datum values[] = {CStringGetTextDatum(given)};
     // The name as kept: quoted schema.table, whatever quoting the caller used.
-    RunInternalSql("SELECT d.table_name, d.owner::pg_catalog.text FROM fencing.dropped_state d,"
-                   " pg_catalog.parse_ident($1) AS i"
-                   " WHERE pg_catalog.cardinality(i) OPERATOR(pg_catalog.=) 2"
-                   "   AND d.table_name OPERATOR(pg_catalog.=) pg_catalog.format('%I.%I', i[1], i[2])"
-                   "   AND d.dropped_xid OPERATOR(pg_catalog.=)"
-                   "       pg_catalog.pg_current_xact_id_if_assigned()"
-                   " FOR UPDATE OF d",
-                   1, types, values, nullptr, false);
+    RunInternalSql(
+        "SELECT d.table_name, d.owner::pg_catalog.text FROM fencing.dropped_state d,"
+        " pg_catalog.parse_ident($1) AS i"
+        " WHERE pg_catalog.cardinality(i) OPERATOR(pg_catalog.=) 2"
+        "   AND d.table_name OPERATOR(pg_catalog.=) pg_catalog.format('%I.%I', i[1], i[2])"
+        "   AND d.dropped_xid OPERATOR(pg_catalog.=)"
+        "       pg_catalog.pg_current_xact_id_if_assigned()"
+        " FOR UPDATE OF d",
+        1, types, values, nullptr, false);
     if (SPI_processed == 0)
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("this transaction dropped no fenced table %s whose state is kept",
-                               given),
-                        errhint("Give the name as schema.table; fencing_dropped_state lists "
-                                "what this transaction keeps.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT),
+                 errmsg("this transaction dropped no fenced table %s whose state is kept", given),
+                 errhint("Give the name as schema.table; fencing_dropped_state lists "
+                         "what this transaction keeps.")));
     char *name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
     char *owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
     Oid owner_oid = get_role_oid(owner, true);
     if (!superuser_arg(caller) && !(OidIsValid(owner_oid) && has_privs_of_role(caller, owner_oid)))
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("must be owner of dropped table %s to discard its fencing state",
-                               name)));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                 errmsg("must be owner of dropped table %s to discard its fencing state", name)));
     Oid log_types[] = {TEXTOID, NAMEOID};
-    Datum log_values[] = {CStringGetTextDatum(name),
-                          DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(caller,
-                                                                                        false)))};
-    RunInternalSql("WITH gone AS (DELETE FROM fencing.dropped_state d"
-                   "   WHERE d.table_name OPERATOR(pg_catalog.=) $1"
-                   "   RETURNING d.table_name, d.table_hwm,"
-                   "     (SELECT pg_catalog.count(*) FROM fencing.dropped_tombstone t"
-                   "       WHERE t.table_name OPERATOR(pg_catalog.=) d.table_name) AS tombstones)"
-                   " INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
-                   " SELECT $2, 'dropped table ' OPERATOR(pg_catalog.||) g.table_name,"
-                   "   g.tombstones::pg_catalog.text OPERATOR(pg_catalog.||) ' tombstones',"
-                   "   g.table_hwm FROM gone g",
-                   2, log_types, log_values, nullptr, false);
+    Datum log_values[] = {
+        CStringGetTextDatum(name),
+        DirectFunctionCall1(namein, CStringGetDatum(GetUserNameFromId(caller, false)))};
+    RunInternalSql(
+        "WITH gone AS (DELETE FROM fencing.dropped_state d"
+        "   WHERE d.table_name OPERATOR(pg_catalog.=) $1"
+        "   RETURNING d.table_name, d.table_hwm,"
+        "     (SELECT pg_catalog.count(*) FROM fencing.dropped_tombstone t"
+        "       WHERE t.table_name OPERATOR(pg_catalog.=) d.table_name) AS tombstones)"
+        " INSERT INTO fencing.reset_log (reset_by, target, key, old_hwm)"
+        " SELECT $2, 'dropped table ' OPERATOR(pg_catalog.||) g.table_name,"
+        "   g.tombstones::pg_catalog.text OPERATOR(pg_catalog.||) ' tombstones',"
+        "   g.table_hwm FROM gone g",
+        2, log_types, log_values, nullptr, false);
     EndInternal(&access);
     PG_RETURN_INT64(1);
 }

@@ -12,6 +12,9 @@
 // A backend was ended by fencing_acquire: it wrote with the token of a lease
 // that had ended (pg/api/takeover.hpp).
 #define ERRCODE_FENCING_LEASE_TAKEN_OVER MAKE_SQLSTATE('T', 'F', '0', '0', '3')
+// A write to a table restored from a dump without its fencing state, before
+// the state is restored or its loss accepted (pg/guard/restored.hpp).
+#define ERRCODE_FENCING_RESTORED_WITHOUT_STATE MAKE_SQLSTATE('T', 'F', '0', '0', '4')
 
 #define FENCING_STALE_HINT \
     "The lock was lost: re-acquire it to get a new token, re-read the data, then write."

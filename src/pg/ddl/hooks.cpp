@@ -6,6 +6,7 @@
 #include "pg/base/compat.hpp"
 #include "pg/ddl/checks.hpp"
 #include "pg/guard/install.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/policy_store.hpp"
@@ -193,6 +194,15 @@ void AutoProtect(Oid relid, ProtectedRow *row) {
     row->resource_namespace = pstrdup("");
     RequireCanonicalRowKeyOf(relid);
     RequireTombstoneKeysFitRows(relid);
+    // A table created in replica mode is being restored (docs/operations.md):
+    // fenced by this default policy, its dumped policy and state unknown
+    // until fencing's data arrives (lifting the mark), if it does.
+    if (SessionReplicationRole == SESSION_REPLICATION_ROLE_REPLICA)
+        SetRestoredMark(relid,
+                        "The table was created while restoring (session_replication_role = "
+                        "replica) and fenced by auto-protection; its dumped policy and its "
+                        "high-water marks outside its rows (tombstones, table and resource "
+                        "HWMs, floors) did not come with it: the dump had no fencing data.");
     WriteProtectedRow(*row);
 }
 

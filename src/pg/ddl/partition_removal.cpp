@@ -5,6 +5,7 @@
 
 #include "core/policy.hpp"
 #include "pg/guard/install.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/base/compat.hpp"
 #include "pg/base/internal_access.hpp"
@@ -20,6 +21,7 @@ extern "C" {
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "utils/array.h"
+#include "utils/builtins.h"
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
@@ -127,8 +129,7 @@ int64 TombstoneRows(Oid removed, const List *going, Oid home) {
 void KeepDroppedState(List *going) {
     int n = list_length(going);
     Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
+    for (int i = 0; i < n; ++i) oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     InternalSession access;
     BeginInternal(&access);
@@ -138,8 +139,7 @@ void KeepDroppedState(List *going) {
         return;
     }
     Oid *relids = static_cast<Oid *>(palloc(sizeof(Oid) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        relids[i] = list_nth_oid(going, i);
+    for (int i = 0; i < n; ++i) relids[i] = list_nth_oid(going, i);
     RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
     Datum *with_rows = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
     int n_with_rows = 0;
@@ -150,6 +150,14 @@ void KeepDroppedState(List *going) {
         RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
         if (KeepDroppedRows(relids[i], going))
             with_rows[n_with_rows++] = ObjectIdGetDatum(relids[i]);
+    }
+    for (int i = 0; i < n; ++i) {
+        const char *mark = RestoredMark(relids[i]);
+        if (mark != nullptr)
+            KeepDroppedMark(
+                quote_qualified_identifier(get_namespace_name(get_rel_namespace(relids[i])),
+                                           get_rel_name(relids[i])),
+                mark);
     }
     Oid types[] = {OIDARRAYOID, OIDARRAYOID};
     Datum values[] = {PointerGetDatum(array),

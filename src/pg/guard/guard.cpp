@@ -23,6 +23,7 @@
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/guard/fenced_call.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/guard/unfenced.hpp"
 #include "pg/base/compat.hpp"
@@ -411,9 +412,10 @@ TriggerData *FiredAs(FunctionCallInfo fcinfo, const char *function, bool before,
     if (!TRIGGER_FIRED_FOR_ROW(e) || !timing || !event)
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
                         errmsg("%s must be fired as %s", function, expected)));
-    if (td->tg_trigger->tgnargs != 2)
+    // A third argument marks a table restored without its fencing state.
+    if (td->tg_trigger->tgnargs != 2 && td->tg_trigger->tgnargs != 3)
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("%s takes 2 trigger arguments, not %d", function,
+                        errmsg("%s takes 2 or 3 trigger arguments, not %d", function,
                                td->tg_trigger->tgnargs)));
     return td;
 }
@@ -697,6 +699,8 @@ using namespace fencing::pg;
 FENCING_FUNCTION(fencing_guard) {
     TriggerData *td = FiredAs(fcinfo, "fencing.guard()", true, kOnInsert | kOnUpdate | kOnDelete,
                               "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
+    if (td->tg_trigger->tgnargs == 3)
+        RefuseRestoredWrite(td->tg_relation, td->tg_trigger->tgargs[2]);
     GuardContext g;
     ReadFiring(td, &g);
     // Before anything is written (a shared HWM raised, a tombstone left).

@@ -1,7 +1,9 @@
 #include "pg/guard/install.hpp"
 
 #include "pg/base/compat.hpp"
+#include "pg/base/internal_access.hpp"
 #include "pg/guard/move_recheck.hpp"
+#include "pg/guard/restored.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/tombstone_key.hpp"
@@ -9,6 +11,7 @@
 extern "C" {
 #include "access/table.h"
 #include "catalog/dependency.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_trigger.h"
@@ -131,7 +134,7 @@ void InstallTruncateGuard(Oid leaf, const ProtectedRow &row) {
                   false, false);
 }
 
-void InstallGuard(Oid leaf, const ProtectedRow &row) {
+void InstallGuard(Oid leaf, const ProtectedRow &row, const char *restored_mark) {
     RequireNoLateTrigger(leaf);
     // Every path that fences a table in row scope comes here (protect,
     // auto-protection, partitions, restore, DDL on a protected table).
@@ -154,6 +157,8 @@ void InstallGuard(Oid leaf, const ProtectedRow &row) {
     stmt->args = list_make2(
         makeString(pstrdup(encoded)),
         makeString(pstrdup(row.scope == Scope::kResource ? row.resource_namespace : "")));
+    if (restored_mark != nullptr)
+        stmt->args = lappend(stmt->args, makeString(pstrdup(restored_mark)));
     stmt->row = true;
     stmt->timing = TRIGGER_TYPE_BEFORE;
     stmt->events = TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE;
@@ -219,6 +224,11 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
             }
         }
     }
+    // Read before the guards that carry it are removed.
+    // The mark this transaction set or lifted, else the one the guards carry.
+    const char *restored_mark = nullptr;
+    if (is_protected && !RestoredMarkChanged(relid, &restored_mark))
+        restored_mark = RestoredMark(relid);
     ListCell *lc;
     foreach (lc, GuardedRelations(relid, touched_only ? NoLock : ShareRowExclusiveLock)) {
         Oid leaf = lfirst_oid(lc);
@@ -233,7 +243,7 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
         }
         RemoveGuard(leaf);
         if (is_protected)
-            InstallGuard(leaf, row);
+            InstallGuard(leaf, row, restored_mark);
     }
     // Cached fenced-DML plans of a partitioned table depend on its leaves' guards.
     CacheInvalidateRelcacheByRelid(relid);
@@ -241,6 +251,45 @@ void SyncGuardsOf(Oid relid, bool touched_only) {
 }
 
 }  // namespace
+
+// The relation whose policy fences relid: itself or its nearest protected
+// partition ancestor; InvalidOid when none. Inside an internal session.
+Oid PolicyHolder(Oid relid, ProtectedRow *row) {
+    if (ReadProtectedRow(relid, row))
+        return relid;
+    if (!get_rel_relispartition(relid))
+        return InvalidOid;
+    ListCell *lc;
+    foreach (lc, get_partition_ancestors(relid)) {
+        if (ReadProtectedRow(lfirst_oid(lc), row))
+            return lfirst_oid(lc);
+    }
+    return InvalidOid;
+}
+
+const char *RestoredMark(Oid relid) {
+    FencingFunctions fns = LookupFencingFunctions();
+    ListCell *lc;
+    foreach (lc, GuardedRelations(relid, NoLock)) {
+        TriggerInfo *triggers;
+        int n = ReadTriggers(lfirst_oid(lc), &triggers);
+        for (int i = 0; i < n; ++i)
+            if (triggers[i].fn == fns.guard && OidIsValid(fns.guard) && triggers[i].nargs >= 3 &&
+                triggers[i].args[2] != nullptr)
+                return triggers[i].args[2];
+    }
+    return nullptr;
+}
+
+bool RepairGuards(Oid relid) {
+    LockPolicyTree(relid);
+    Oid types[] = {OIDOID};
+    Datum values[] = {ObjectIdGetDatum(relid)};
+    return RunInternalSql(
+               "UPDATE fencing.protected SET relid = relid"
+               " WHERE relid OPERATOR(pg_catalog.=) $1",
+               1, types, values, nullptr, false) > 0;
+}
 
 void SyncGuards(Oid relid) {
     SyncGuardsOf(relid, false);

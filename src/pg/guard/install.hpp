@@ -47,4 +47,17 @@ void SyncGuards(Oid relid);
 // against ALTER TABLE ONLY parent ADD CONSTRAINT).
 void SyncTouchedGuards(Oid relid);
 
+// The relation whose policy fences relid: itself or its nearest protected
+// partition ancestor; InvalidOid when none. Inside an internal session.
+Oid PolicyHolder(Oid relid, ProtectedRow *row);
+
+// The restored-without-state mark on the guards of relid or of any of its
+// leaves (pg/guard/restored.hpp); nullptr when none.
+const char *RestoredMark(Oid relid);
+
+// Re-installs relid's guards from its policy: rewriting the row fires
+// fencing.protected_sync. Inside an internal session. False when relid has
+// no policy.
+bool RepairGuards(Oid relid);
+
 }  // namespace fencing::pg

@@ -15,6 +15,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/guard/install.hpp"
+#include "pg/guard/restore.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/keys/row_key.hpp"
@@ -70,21 +71,6 @@ bool CarriesGuard(Oid relid, const FencingFunctions &fns) {
                 return true;
     }
     return false;
-}
-
-// The relation whose policy fences relid: itself or its nearest protected
-// partition ancestor; InvalidOid when none. Inside an internal session.
-Oid PolicyHolder(Oid relid, ProtectedRow *row) {
-    if (ReadProtectedRow(relid, row))
-        return relid;
-    if (!get_rel_relispartition(relid))
-        return InvalidOid;
-    ListCell *lc;
-    foreach (lc, get_partition_ancestors(relid)) {
-        if (ReadProtectedRow(lfirst_oid(lc), row))
-            return lfirst_oid(lc);
-    }
-    return InvalidOid;
 }
 
 bool LeafHasPrimaryKey(Oid leaf) {
@@ -156,10 +142,17 @@ void CheckGuard(LeafCheck *c, const TriggerInfo &t) {
         Problem(*c, "guard disabled", name);
     else if (t.internal)
         Problem(*c, "internal guard (pg_dump and pg_upgrade drop it)", name);
-    else if (strcmp(name, c->guard_name) != 0 || t.type != guard_type || t.nargs != 2 ||
-             t.args[0] == nullptr || strcmp(t.args[0], c->expected) != 0 || t.args[1] == nullptr ||
+    else if (strcmp(name, c->guard_name) != 0 || t.type != guard_type ||
+             (t.nargs != 2 && t.nargs != 3) || t.args[0] == nullptr ||
+             strcmp(t.args[0], c->expected) != 0 || t.args[1] == nullptr ||
              strcmp(t.args[1], c->expected_ns) != 0)
         Problem(*c, "stale guard", name);
+    else if (t.nargs == 3)
+        Problem(*c,
+                psprintf("restored without its fencing state, every write refused (TF004) until "
+                         "the state is restored or fencing_reset_restored() accepts its loss: %s",
+                         t.args[2] != nullptr ? t.args[2] : ""),
+                nullptr);
 }
 
 // The AFTER INSERT recheck, or the AFTER UPDATE OF <key> one.
@@ -239,18 +232,6 @@ char *GuardProblem(Oid relid, MemoryContext result_context) {
     return out.len > 0 ? MemoryContextStrdup(result_context, out.data) : nullptr;
 }
 
-// Re-installs relid's guards from its policy: rewriting the row fires
-// fencing.protected_sync. Inside an internal session.
-bool RepairGuards(Oid relid) {
-    LockPolicyTree(relid);
-    Oid types[] = {OIDOID};
-    Datum values[] = {ObjectIdGetDatum(relid)};
-    return RunInternalSql(
-               "UPDATE fencing.protected SET relid = relid"
-               " WHERE relid OPERATOR(pg_catalog.=) $1",
-               1, types, values, nullptr, false) > 0;
-}
-
 [[noreturn]] void RefuseGuardDdl(const char *what, Oid relid) {
     ereport(ERROR,
             (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -278,14 +259,6 @@ bool RepairGuards(Oid relid) {
                        "it refuses."),
              errhint("To replicate a fenced table, publish the extension's state with it: "
                      "fencing_publish() (docs/logical-replication.md).")));
-}
-
-// "resource scope, strict, on_stale skip, token optional": the parts a
-// guard's policy differs in, each named once.
-const char *PolicySummary(Scope scope, bool strict, OnStale on_stale, bool require_token) {
-    return psprintf("%s scope%s%s%s", ScopeName(scope), strict ? ", strict" : "",
-                    on_stale == OnStale::kSkip ? ", on_stale skip" : "",
-                    require_token ? "" : ", token optional");
 }
 
 void BeforeCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
@@ -318,15 +291,17 @@ void AfterCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
     Oid fn = LookupFuncName(stmt->funcname, 0, nullptr, true);
     if (!OidIsValid(relid) || !IsFencingFunction(fns, fn))
         return;
-    // A fencing trigger created by a statement (a restored dump, or by hand):
-    // the table's policy decides what its guards are.
+    // A guard created by a statement (a restored dump, or by hand): its
+    // arguments say the policy it was dumped under (pg/guard/restore.hpp).
+    if (fn == fns.guard && AdoptDumpedGuard(relid, stmt))
+        return;
+    // Another fencing trigger: the table's policy decides what its guards are.
     InternalSession access;
     BeginInternal(&access);
     ProtectedRow row;
     Oid holder = PolicyHolder(relid, &row);
     if (!OidIsValid(holder)) {
-        // No policy (yet: a schema-only restore brings it with the data). The
-        // guard would judge with another database's OIDs and attnums: drop it.
+        // The guard would judge with another database's OIDs and attnums: drop it.
         ObjectAddress addr;
         ObjectAddressSet(addr, TriggerRelationId, get_trigger_oid(relid, stmt->trigname, false));
         performDeletion(&addr, DROP_RESTRICT, PERFORM_DELETION_INTERNAL);
@@ -341,24 +316,6 @@ void AfterCreateTrigger(CreateTrigStmt *stmt, const FencingFunctions &fns) {
         EndInternal(&access);
         return;
     }
-    Policy dumped;
-    if (fn == fns.guard && stmt->args != NIL &&
-        DecodePolicy(strVal(linitial(stmt->args)), &dumped) &&
-        (dumped.scope != row.scope || dumped.strict != row.strict ||
-         dumped.on_stale != row.on_stale || dumped.require_token != row.require_token))
-        ereport(WARNING,
-                (errmsg("table %s is fenced for now under this database's policy (%s), not the "
-                        "dumped guard's (%s)",
-                        RelName(relid), PolicySummary(row.scope, row.strict, row.on_stale,
-                                                      row.require_token),
-                        PolicySummary(dumped.scope, dumped.strict, dumped.on_stale,
-                                      dumped.require_token)),
-                 errdetail("The table is fenced throughout. Its dumped policy is part of "
-                           "fencing's data (fencing.protected), not of the table's schema."),
-                 errhint("Restoring the data (a data-only restore after a schema-only one, or "
-                         "a whole-database dump) brings the dumped policy and its high-water "
-                         "marks back and re-installs the guard; a dump of single tables "
-                         "carries neither: then call fencing_protect() with the policy.")));
     RepairGuards(holder);
     EndInternal(&access);
 }
@@ -578,9 +535,10 @@ static void ReportUnfencedTokenColumns(ReturnSetInfo *rsinfo, MemoryContext call
     for (uint64 i = 0; i < n; ++i) {
         if (pg_class_aclcheck(relids[i], GetUserId(), ACL_SELECT) != ACLCHECK_OK)
             continue;
-        char *problem = psprintf("fencing_token column %s not fenced: the table has no fencing "
-                                 "policy (fencing_protect() fences it)",
-                                 columns[i]);
+        char *problem = psprintf(
+            "fencing_token column %s not fenced: the table has no fencing "
+            "policy (fencing_protect() fences it)",
+            columns[i]);
         Datum values[3] = {ObjectIdGetDatum(relids[i]), CStringGetTextDatum(problem),
                            BoolGetDatum(false)};
         bool nulls[3] = {false, false, false};
@@ -606,9 +564,9 @@ bool PolicyColumnsPresent(Oid relid) {
     ListCell *lc;
     foreach (lc, present ? GuardedRelations(relid, NoLock) : NIL) {
         AttrNumber token = get_attnum(lfirst_oid(lc), row.token_column);
-        present = present && token > 0 && IsTokenColumnType(get_atttype(lfirst_oid(lc), token)) &&
-                  (row.scope != Scope::kResource ||
-                   get_attnum(lfirst_oid(lc), row.resource_column) > 0);
+        present =
+            present && token > 0 && IsTokenColumnType(get_atttype(lfirst_oid(lc), token)) &&
+            (row.scope != Scope::kResource || get_attnum(lfirst_oid(lc), row.resource_column) > 0);
     }
     return present;
 }

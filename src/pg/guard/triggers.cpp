@@ -99,7 +99,7 @@ int ReadTriggers(Oid relid, TriggerInfo **out) {
             bytea *bytes = DatumGetByteaPP(args);
             const char *p = VARDATA_ANY(bytes);
             const char *end = p + VARSIZE_ANY_EXHDR(bytes);
-            for (int i = 0; i < info->nargs && i < 2 && p < end; ++i) {
+            for (int i = 0; i < info->nargs && i < 3 && p < end; ++i) {
                 info->args[i] = pstrdup(p);
                 p += strlen(p) + 1;
             }

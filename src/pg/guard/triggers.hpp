@@ -60,7 +60,7 @@ struct TriggerInfo {
     char enabled;
     bool internal;
     int nargs;
-    char *args[2];
+    char *args[3];  // the guard's policy, namespace, restored-without-state mark
 };
 
 // The triggers of a relation, read from pg_trigger (no lock on the relation).
