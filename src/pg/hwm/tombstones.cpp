@@ -337,8 +337,9 @@ bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bo
 void ForEachRowToken(Relation rel, AttrNumber token_attnum, bool keyed,
                      void (*add)(void *arg, Datum key, uint64 key_hash, Token token), void *arg) {
     if (keyed && ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
-            auto *bytes = reinterpret_cast<const unsigned char *>(VARDATA_ANY(key));
-            uint64 hash = hash_bytes_extended(bytes, VARSIZE_ANY_EXHDR(key), 0);
+            const Pointer varlena = DatumGetPointer(key);
+            auto *bytes = reinterpret_cast<const unsigned char *>(VARDATA_ANY(varlena));
+            uint64 hash = hash_bytes_extended(bytes, VARSIZE_ANY_EXHDR(varlena), 0);
             add(arg, key, hash == 0 ? 1 : hash, token);
             return true;
         }))
