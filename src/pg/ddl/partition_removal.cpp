@@ -126,8 +126,7 @@ int64 TombstoneRows(Oid removed, const List *going, Oid home) {
 void KeepDroppedState(List *going) {
     int n = list_length(going);
     Datum *oids = static_cast<Datum *>(palloc(sizeof(Datum) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
+    for (int i = 0; i < n; ++i) oids[i] = ObjectIdGetDatum(list_nth_oid(going, i));
     ArrayType *array = construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT);
     InternalSession access;
     BeginInternal(&access);
@@ -137,8 +136,7 @@ void KeepDroppedState(List *going) {
         return;
     }
     Oid *relids = static_cast<Oid *>(palloc(sizeof(Oid) * (n > 0 ? n : 1)));
-    for (int i = 0; i < n; ++i)
-        relids[i] = list_nth_oid(going, i);
+    for (int i = 0; i < n; ++i) relids[i] = list_nth_oid(going, i);
     RequireStateInSnapshot(relids, n, "this DROP (kept for a table that takes the name)");
     for (int i = 0; i < n; ++i) {
         ProtectedRow row;
@@ -147,10 +145,11 @@ void KeepDroppedState(List *going) {
     }
     Oid types[] = {OIDARRAYOID};
     Datum values[] = {PointerGetDatum(array)};
-    RunInternalSql("SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
-                   " FROM fencing.protected p"
-                   " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
-                   1, types, values, nullptr, false);
+    RunInternalSql(
+        "SELECT fencing.keep_dropped_state(p.relid::pg_catalog.oid)"
+        " FROM fencing.protected p"
+        " WHERE p.relid::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)",
+        1, types, values, nullptr, false);
     EndInternal(&access);
 }
 
@@ -200,7 +199,7 @@ void BeforeDrop(Node *tree) {
             written += TombstoneRows(lfirst_oid(lc), going, InvalidOid);
     if (written > 0)
         ereport(NOTICE, (errmsg("fencing: " INT64_FORMAT " dropped row(s) of row-scope fenced "
-                                "partitions left tombstones under their fenced table",
+                                "partitions left their high-water marks under their fenced table",
                                 written)));
 }
 

@@ -3,6 +3,7 @@
 // store (pg/hwm/store.hpp), keyed canonically (pg/keys/tombstone_key.hpp).
 #include "pg/hwm/tombstones.hpp"
 
+#include "pg/hwm/removed_rows.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
@@ -244,11 +245,13 @@ bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token
     return TombstoneAfterWriters(home_relid, key, hwm, floor);
 }
 
-void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm, bool deferrable) {
     Datum key;
     if (!CheckedRowKey(rel, old_row, &key))
         return;
     RequireTombstoneKeyFits(rel, home_relid, key, true);
+    if (deferrable && DeferRemovedRow(home_relid, key, hwm))
+        return;
     InternalSession access;
     BeginInternal(&access);
     RaiseTombstone(home_relid, key, hwm);
@@ -295,14 +298,16 @@ bool ForEachKeyedRow(Relation rel, AttrNumber token_attnum, bool with_null, Visi
 }  // namespace
 
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
-    int64 written = 0;
+    // Deferred rows of this transaction first: this one's judge none later.
+    WriteDeferredRemovals(home_relid);
+    RemovedRows removed;
+    BeginRemovedRows(&removed, home_relid, CurrentMemoryContext);
     ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
         RequireTombstoneKeyFits(rel, home_relid, key, true);
-        RaiseTombstone(home_relid, key, token);
-        ++written;
+        AddRemovedRow(&removed, key, token);
         return true;
     });
-    return written;
+    return EndRemovedRows(&removed);
 }
 
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
