@@ -82,7 +82,8 @@ setup_sql() {
     local op=$1 v=$2 t=$3 n=$4 scope
     scope=$(scope_of "$op")
     echo "SET fencing.auto_protect = off;"
-    echo "DROP TABLE IF EXISTS $t CASCADE;"
+    # A DETACH of an earlier round left its partition behind.
+    echo "DROP TABLE IF EXISTS $t, ${t}_1 CASCADE;"
     local cols="(id bigint PRIMARY KEY, res int NOT NULL, payload text, tok fencing_token)"
     case $op in
         drop_part | detach_part | drop_ret | detach_ret)
