@@ -88,6 +88,16 @@ SELECT * FROM rm_state('rd');
 SELECT rm_try(49, $$INSERT INTO rd VALUES (10700, 'stale', 49)$$) AS stale_truncated,
        rm_try(50, $$INSERT INTO rd VALUES (10700, 'fresh', 50)$$) AS fresh_truncated;
 
+-- Under REPEATABLE READ: exact tombstones, no fold (a floor raised after the
+-- snapshot could only be locked with 40001).
+SELECT rm_try(55, $$INSERT INTO rd SELECT g, 'r', 55 FROM generate_series(30001, 31500) g$$);
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET LOCAL fencing.token = 56;
+DELETE FROM rd WHERE id > 30000;
+COMMIT;
+SELECT * FROM rm_state('rd');
+SELECT rm_try(55, $$INSERT INTO rd VALUES (30001, 'stale', 55)$$) AS stale_repeatable_read;
+
 -- Retirement disabled: no fold, exact tombstones.
 SELECT fencing_disable_retirement('rd'::regclass);
 SELECT rm_try(60, $$INSERT INTO rd SELECT g, 'z', 60 FROM generate_series(20001, 21500) g$$);

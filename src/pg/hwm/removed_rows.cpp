@@ -78,8 +78,10 @@ void WriteBuffered(RemovedRows *r) {
 // until this transaction ends), with the floor lock taken exclusively without
 // waiting: then no transaction keeps a floor it read before the fold, and
 // none starts keeping one before this transaction ends.
+// Under REPEATABLE READ or SERIALIZABLE a floor row raised after the snapshot
+// could only be locked with 40001: such a removal leaves exact tombstones.
 bool MayFold(Oid home_relid) {
-    if (!OidIsValid(hwm::StoreRelid("tombstone_floor")))
+    if (IsolationUsesXactSnapshot() || !OidIsValid(hwm::StoreRelid("tombstone_floor")))
         return false;
     Oid types[] = {OIDOID};
     Datum values[] = {ObjectIdGetDatum(home_relid)};
@@ -323,29 +325,47 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId subid, SubTransactionId
 
 }  // namespace
 
+namespace {
+
+// The deferred set of this table at this run depth and subtransaction.
+Deferred *CurrentDeferred(Oid home_relid) {
+    SubTransactionId subid = GetCurrentSubTransactionId();
+    ListCell *lc;
+    foreach (lc, deferred) {
+        auto *d = static_cast<Deferred *>(lfirst(lc));
+        if (d->home_relid == home_relid && d->depth == run_depth && d->subid == subid)
+            return d;
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+bool DeferFoldedRow(Oid home_relid, Token token) {
+    if (busy || deferred == NIL)
+        return false;
+    Deferred *d = CurrentDeferred(home_relid);
+    if (d == nullptr || !d->rows.folding)
+        return false;
+    ++d->rows.rows;
+    if (token > d->rows.highest)
+        d->rows.highest = token;
+    return true;
+}
+
 bool DeferRemovedRow(Oid home_relid, Datum key, Token token) {
     // Between a query's run and its end under the hooks (an AFTER trigger's
     // work): no hook of ours writes the set soon, so written now. Outside any
     // query (a logical replication apply) the set waits for the commit.
     if (busy || (run_depth == 0 && open_queries > 0))
         return false;
-    SubTransactionId subid = GetCurrentSubTransactionId();
-    Deferred *d = nullptr;
-    ListCell *lc;
-    foreach (lc, deferred) {
-        auto *candidate = static_cast<Deferred *>(lfirst(lc));
-        if (candidate->home_relid == home_relid && candidate->depth == run_depth &&
-            candidate->subid == subid) {
-            d = candidate;
-            break;
-        }
-    }
+    Deferred *d = CurrentDeferred(home_relid);
     if (d == nullptr) {
         d = static_cast<Deferred *>(
             MemoryContextAllocZero(TopTransactionContext, sizeof(Deferred)));
         d->home_relid = home_relid;
         d->depth = run_depth;
-        d->subid = subid;
+        d->subid = GetCurrentSubTransactionId();
         BeginRemovedRows(&d->rows, home_relid, TopTransactionContext);
         MemoryContext old = MemoryContextSwitchTo(TopTransactionContext);
         deferred = lappend(deferred, d);

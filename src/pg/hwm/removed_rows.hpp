@@ -53,6 +53,9 @@ int64 EndRemovedRows(RemovedRows *r);
 // false when no executor run is in progress (write it now). Reads of the
 // table's tombstones in this transaction write the deferred ones first.
 bool DeferRemovedRow(Oid home_relid, Datum key, Token token);
+// The same without the key, when this statement's set is already folding
+// (the key is not needed then); false otherwise.
+bool DeferFoldedRow(Oid home_relid, Token token);
 void WriteDeferredRemovals(Oid home_relid);
 void RegisterRemovedRowsCallbacks();
 

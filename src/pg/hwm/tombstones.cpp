@@ -246,6 +246,8 @@ bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm, bool deferrable) {
+    if (deferrable && DeferFoldedRow(home_relid, hwm))
+        return;
     Datum key;
     if (!CheckedRowKey(rel, old_row, &key))
         return;
