@@ -172,6 +172,15 @@ void AddRemovedRow(RemovedRows *r, Datum key, Token token) {
     MemoryContextSwitchTo(old);
 }
 
+bool AddRemovedToken(RemovedRows *r, Token token) {
+    if (!r->folding)
+        return false;
+    ++r->rows;
+    if (token > r->highest)
+        r->highest = token;
+    return true;
+}
+
 int64 EndRemovedRows(RemovedRows *r) {
     if (r->folding)
         Fold(r->home_relid, r->highest);
@@ -345,12 +354,7 @@ bool DeferFoldedRow(Oid home_relid, Token token) {
     if (busy || deferred == NIL)
         return false;
     Deferred *d = CurrentDeferred(home_relid);
-    if (d == nullptr || !d->rows.folding)
-        return false;
-    ++d->rows.rows;
-    if (token > d->rows.highest)
-        d->rows.highest = token;
-    return true;
+    return d != nullptr && AddRemovedToken(&d->rows, token);
 }
 
 bool DeferRemovedRow(Oid home_relid, Datum key, Token token) {

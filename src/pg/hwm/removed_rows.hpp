@@ -45,6 +45,9 @@ struct RemovedRows {
 void BeginRemovedRows(RemovedRows *r, Oid home_relid, MemoryContext parent);
 // key: the row's tombstone key (text[]), its size checked by the caller.
 void AddRemovedRow(RemovedRows *r, Datum key, Token token);
+// When r is folding: counts the row's token and returns true (no key needed);
+// else false, and the caller adds the row with AddRemovedRow.
+bool AddRemovedToken(RemovedRows *r, Token token);
 // Writes what is left (tombstones, or the fold); the number of rows it covered.
 int64 EndRemovedRows(RemovedRows *r);
 

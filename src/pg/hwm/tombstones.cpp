@@ -302,13 +302,30 @@ bool ForEachKeyedRow(Relation rel, AttrNumber token_attnum, bool with_null, Visi
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     // Deferred rows of this transaction first: this one's judge none later.
     WriteDeferredRemovals(home_relid);
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return 0;
     RemovedRows removed;
     BeginRemovedRows(&removed, home_relid, CurrentMemoryContext);
-    ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
-        RequireTombstoneKeyFits(rel, home_relid, key, true);
-        AddRemovedRow(&removed, key, token);
-        return true;
-    });
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing tombstones");
+    while (NextLatestRow(&rows)) {
+        CHECK_FOR_INTERRUPTS();
+        bool isnull;
+        Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
+        // A folding removal needs the token only, not the key.
+        if (isnull || AddRemovedToken(&removed, DatumGetInt64(token)))
+            continue;
+        MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
+        Datum key;
+        if (RowKeyOf(rel, ExecFetchSlotHeapTuple(rows.slot, false, nullptr), &key)) {
+            RequireTombstoneKeyFits(rel, home_relid, key, true);
+            AddRemovedRow(&removed, key, DatumGetInt64(token));
+        }
+        MemoryContextSwitchTo(caller);
+    }
+    EndLatestRowScan(&rows);
     return EndRemovedRows(&removed);
 }
 
