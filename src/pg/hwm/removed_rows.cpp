@@ -74,10 +74,13 @@ void WriteBuffered(RemovedRows *r) {
     MemoryContextReset(r->batch);
 }
 
-// Whether the table's retirement is enabled (its floor row read, then locked
-// until this transaction ends), with the floor lock taken exclusively without
-// waiting: then no transaction keeps a floor it read before the fold, and
-// none starts keeping one before this transaction ends.
+// Whether the table's retirement is enabled: its floor row read, then locked
+// until this transaction ends, then the floor lock taken exclusively (no
+// transaction keeps a floor it read before the fold, and none starts keeping
+// one before this transaction ends). Neither is waited for: a retirement
+// takes the row first and then waits for the floor lock, so waiting for the
+// row here while holding the floor lock would deadlock with it. Not granted:
+// exact tombstones.
 // Under REPEATABLE READ or SERIALIZABLE a floor row raised after the snapshot
 // could only be locked with 40001: such a removal leaves exact tombstones.
 bool MayFold(Oid home_relid) {
@@ -92,12 +95,8 @@ bool MayFold(Oid home_relid) {
         "SELECT enabled FROM fencing.tombstone_floor"
         " WHERE relid OPERATOR(pg_catalog.=) $1";
     for (int pass = 0; pass < 2; ++pass) {
-        if (pass == 1 && !LockTombstoneFloorExclusive(home_relid, true)) {
-            enabled = false;
-            break;
-        }
-        RunInternalSql(pass == 0 ? read : psprintf("%s FOR NO KEY UPDATE", read), 1, types, values,
-                       nullptr, pass == 0);
+        RunInternalSql(pass == 0 ? read : psprintf("%s FOR NO KEY UPDATE SKIP LOCKED", read), 1,
+                       types, values, nullptr, pass == 0);
         bool isnull = true;
         enabled =
             SPI_processed > 0 &&
@@ -106,6 +105,8 @@ bool MayFold(Oid home_relid) {
         if (!enabled)
             break;
     }
+    if (enabled)
+        enabled = LockTombstoneFloorExclusive(home_relid, true);
     EndInternal(&access);
     return enabled;
 }
