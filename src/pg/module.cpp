@@ -4,6 +4,7 @@
 #include "pg/hwm/durability.hpp"
 #include "pg/api/fenced_dml.hpp"
 #include "pg/hwm/raise_registry.hpp"
+#include "pg/hwm/removed_rows.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/keys/tombstone_key.hpp"
 #include "pg/base/compat.hpp"
@@ -58,6 +59,8 @@ void _PG_init(void) {
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
     fencing::pg::RegisterTakeoverHooks();
+    // Last: its pre-commit writes run before the durability callback looks.
+    fencing::pg::RegisterRemovedRowsCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);
     if (process_shared_preload_libraries_in_progress)
         fencing::pg::RegisterRetireWorkers();

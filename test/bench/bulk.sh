@@ -20,6 +20,9 @@
 #   truncate                      TRUNCATE of a ROWS-row row-scope table
 #   drop_part, detach_part        DROP / DETACH of a ROWS-row partition of a
 #                                 row-scope partitioned table
+#   del_ret, truncate_ret,        the same four with the table's retirement
+#   drop_ret, detach_ret          enabled (fencing_enable_retirement): removals
+#                                 of more than 1000 rows fold into its floor
 #
 # Two measurements:
 #   1. callgrind (the one to decide on: the machine is shared, wall clock is
@@ -43,11 +46,12 @@ CG_N1=${CG_N1:-2000}
 CG_N2=${CG_N2:-4000}
 JOBS=${BENCH_JOBS:-2}
 PARTS=${BULK_PARTS:-callgrind wall}
-ALL_OPS=(copy_row copy_res copy_tab ins_row ins_res ins_tab upd_row upd_res upd_tab del_row truncate drop_part detach_part)
+ALL_OPS=(copy_row copy_res copy_tab ins_row ins_res ins_tab upd_row upd_res upd_tab del_row truncate drop_part detach_part
+         del_ret truncate_ret drop_ret detach_ret)
 read -r -a OPS <<<"${BULK_OPS:-${ALL_OPS[*]}}"
 CG_OPS=()
 for op in "${OPS[@]}"; do
-    case $op in drop_part | detach_part) ;; *) CG_OPS+=("$op") ;; esac
+    case $op in drop_part | detach_part | drop_ret | detach_ret) ;; *) CG_OPS+=("$op") ;; esac
 done
 # Its own server, beside the other benches': the port after run.sh's.
 export FENCING_PGPORT=$((${FENCING_PGPORT:-54369} + 2))
@@ -78,10 +82,11 @@ setup_sql() {
     local op=$1 v=$2 t=$3 n=$4 scope
     scope=$(scope_of "$op")
     echo "SET fencing.auto_protect = off;"
-    echo "DROP TABLE IF EXISTS $t CASCADE;"
+    # A DETACH of an earlier round left its partition behind.
+    echo "DROP TABLE IF EXISTS $t, ${t}_1 CASCADE;"
     local cols="(id bigint PRIMARY KEY, res int NOT NULL, payload text, tok fencing_token)"
     case $op in
-        drop_part | detach_part)
+        drop_part | detach_part | drop_ret | detach_ret)
             echo "CREATE TABLE $t $cols PARTITION BY RANGE (id);"
             echo "CREATE TABLE ${t}_1 PARTITION OF $t FOR VALUES FROM (1) TO ($((n + 1)));"
             echo "CREATE TABLE ${t}_2 PARTITION OF $t FOR VALUES FROM ($((n + 1))) TO (MAXVALUE);"
@@ -92,7 +97,8 @@ setup_sql() {
         echo "INSERT INTO $t SELECT g, g % 100, 'payload', 5 FROM generate_series(1, $n) g;"
     if [ "$v" = f ]; then
         case $scope in
-            row) echo "SELECT fencing_protect('$t');" ;;
+            row) echo "SELECT fencing_protect('$t');"
+                 case $op in *_ret) echo "SELECT fencing_enable_retirement('$t'::regclass);" ;; esac ;;
             table) echo "SELECT fencing_protect('$t', scope => 'table');" ;;
             resource) echo "SELECT fencing_protect('$t', scope => 'resource', resource_column => 'res', resource_namespace => '$t');" ;;
         esac
@@ -105,10 +111,10 @@ op_sql() {
         copy_*) echo "COPY $t FROM '$src' (FORMAT csv);" ;;
         ins_*) echo "INSERT INTO $t SELECT g, g % 100, 'payload', 5 FROM generate_series(1, $n) g;" ;;
         upd_*) echo "UPDATE $t SET tok = 6, payload = 'updated';" ;;
-        del_row) echo "BEGIN; SET LOCAL fencing.token = 7; DELETE FROM $t WHERE id <= $n; COMMIT;" ;;
-        truncate) echo "TRUNCATE $t;" ;;
-        drop_part) echo "DROP TABLE ${t}_1;" ;;
-        detach_part) echo "ALTER TABLE $t DETACH PARTITION ${t}_1;" ;;
+        del_row | del_ret) echo "BEGIN; SET LOCAL fencing.token = 7; DELETE FROM $t WHERE id <= $n; COMMIT;" ;;
+        truncate | truncate_ret) echo "TRUNCATE $t;" ;;
+        drop_part | drop_ret) echo "DROP TABLE ${t}_1;" ;;
+        detach_part | detach_ret) echo "ALTER TABLE $t DETACH PARTITION ${t}_1;" ;;
     esac
 }
 src_sql() {  # the COPY source of n rows
@@ -222,7 +228,8 @@ if [[ " $PARTS " == *" wall "* ]]; then
             # Tombstones of this round's table go: the next round's start
             # from the same state.
             psql -X -q -d bulk_wall -c "DROP TABLE b_${op}_f, b_${op}_u CASCADE" \
-                -c "DELETE FROM fencing.row_tombstone" -c "VACUUM fencing.row_tombstone" >/dev/null
+                -c "DELETE FROM fencing.row_tombstone" -c "VACUUM fencing.row_tombstone" \
+                -c "DELETE FROM fencing.tombstone_floor" >/dev/null
         done
         echo "   round $round done"
     done

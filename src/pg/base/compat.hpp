@@ -57,6 +57,20 @@ extern "C" {
 #define FENCING_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
+// ExecutorRun and its hook: 18 dropped the execute_once argument. The
+// parameter list of a hook (names given) and a call of the next one; the
+// expansion site includes executor/executor.h.
+#if PG_VERSION_NUM >= 180000
+#define FENCING_EXECUTOR_RUN_PARAMS(query, direction, count, once) \
+    QueryDesc *query, ScanDirection direction, uint64 count
+#define FENCING_CALL_EXECUTOR_RUN(fn, query, direction, count, once) fn(query, direction, count)
+#else
+#define FENCING_EXECUTOR_RUN_PARAMS(query, direction, count, once) \
+    QueryDesc *query, ScanDirection direction, uint64 count, bool once
+#define FENCING_CALL_EXECUTOR_RUN(fn, query, direction, count, once) \
+    fn(query, direction, count, once)
+#endif
+
 namespace fencing::pg {
 
 // Ownership checks: 16 folded the per-catalog functions into

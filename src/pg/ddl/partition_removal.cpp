@@ -218,7 +218,7 @@ void BeforeDrop(Node *tree) {
             written += TombstoneRows(lfirst_oid(lc), going, InvalidOid);
     if (written > 0)
         ereport(NOTICE, (errmsg("fencing: " INT64_FORMAT " dropped row(s) of row-scope fenced "
-                                "partitions left tombstones under their fenced table",
+                                "partitions left their high-water marks under their fenced table",
                                 written)));
 }
 

@@ -588,7 +588,7 @@ bool CheckRow(const GuardContext &g, const OfferedToken &offered) {
         Token left = g.has_old_token ? g.old_token : offered.value;
         if (fenced && offered.value > left)
             left = offered.value;
-        LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left);
+        LeaveTombstone(g.rel, g.policy.home_relid, g.old_row, left, g.event == RowEvent::kDelete);
         // An admitted fenced write raised the key's tombstone to left; an
         // unfenced one only preserved someone else's HWM.
         if (fenced)

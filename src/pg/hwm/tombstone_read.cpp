@@ -3,6 +3,7 @@
 // path's shape, else through SPI.
 #include "pg/hwm/durability.hpp"
 #include "pg/hwm/raise_paths.hpp"
+#include "pg/hwm/removed_rows.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/store_sql.hpp"
 #include "pg/hwm/writers.hpp"
@@ -127,13 +128,15 @@ bool LookupTombstoneInSession(Oid home_relid, Datum key, Token *hwm) {
 // A key whose tombstone was not found: judged against the table's floor,
 // read (with the latest snapshot) only now, after the key's own read came
 // back empty. A retirement that deleted the tombstone raised the floor in the
-// same transaction.
+// same transaction. A found tombstone is judged at least at the floor: a fold
+// (pg/hwm/removed_rows.hpp) raises the floor over removed keys that may keep
+// an older tombstone of their own.
 bool OrFloor(bool found, Oid home_relid, Token *hwm, bool *floor) {
     if (floor != nullptr)
         *floor = false;
-    if (found)
-        return true;
     Token value = TombstoneFloor(home_relid);
+    if (found && value <= *hwm)
+        return true;
     if (value <= 0)
         return false;
     *hwm = value;
@@ -147,6 +150,7 @@ bool OrFloor(bool found, Oid home_relid, Token *hwm, bool *floor) {
 // The latest snapshot, not the transaction's: under REPEATABLE READ a
 // tombstone committed after our snapshot must still stop a stale INSERT.
 bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor) {
+    WriteDeferredRemovals(home_relid);
     bool found;
     if (!LookupTombstoneDirect(home_relid, key, hwm, &found))
         found = LookupTombstoneViaSpi(home_relid, key, hwm);
@@ -154,6 +158,7 @@ bool LookupTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor) {
 }
 
 bool ReadTombstone(Oid home_relid, Datum key, Token *hwm, bool *floor) {
+    WriteDeferredRemovals(home_relid);
     bool found;
     if (!LookupTombstoneDirect(home_relid, key, hwm, &found))
         found = LookupTombstoneInSession(home_relid, key, hwm);
@@ -191,6 +196,7 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
 // statement) has made its lookup entry before it returns, as its primary
 // key's.
 bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor) {
+    WriteDeferredRemovals(home_relid);
     Datum values[] = {ObjectIdGetDatum(home_relid), key};
     DirectAccess a;
     if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a)) {

@@ -3,6 +3,7 @@
 // store (pg/hwm/store.hpp), keyed canonically (pg/keys/tombstone_key.hpp).
 #include "pg/hwm/tombstones.hpp"
 
+#include "pg/hwm/removed_rows.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
@@ -245,11 +246,15 @@ bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token
     return TombstoneAfterWriters(home_relid, key, hwm, floor);
 }
 
-void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm) {
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm, bool deferrable) {
+    if (deferrable && DeferFoldedRow(home_relid, hwm))
+        return;
     Datum key;
     if (!CheckedRowKey(rel, old_row, &key))
         return;
     RequireTombstoneKeyFits(rel, home_relid, key, true);
+    if (deferrable && DeferRemovedRow(home_relid, key, hwm))
+        return;
     InternalSession access;
     BeginInternal(&access);
     RaiseTombstone(home_relid, key, hwm);
@@ -296,14 +301,33 @@ bool ForEachKeyedRow(Relation rel, AttrNumber token_attnum, bool with_null, Visi
 }  // namespace
 
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
-    int64 written = 0;
-    ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
-        RequireTombstoneKeyFits(rel, home_relid, key, true);
-        RaiseTombstone(home_relid, key, token);
-        ++written;
-        return true;
-    });
-    return written;
+    // Deferred rows of this transaction first: this one's judge none later.
+    WriteDeferredRemovals(home_relid);
+    RequireCanonicalRowKeyCached(rel);
+    PrimaryKey pk;
+    if (!GetPrimaryKey(rel, &pk))
+        return 0;
+    RemovedRows removed;
+    BeginRemovedRows(&removed, home_relid, CurrentMemoryContext);
+    LatestRowScan rows;
+    BeginLatestRowScan(&rows, rel, "fencing tombstones");
+    while (NextLatestRow(&rows)) {
+        CHECK_FOR_INTERRUPTS();
+        bool isnull;
+        Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
+        // A folding removal needs the token only, not the key.
+        if (isnull || AddRemovedToken(&removed, DatumGetInt64(token)))
+            continue;
+        MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
+        Datum key;
+        if (RowKeyOf(rel, ExecFetchSlotHeapTuple(rows.slot, false, nullptr), &key)) {
+            RequireTombstoneKeyFits(rel, home_relid, key, true);
+            AddRemovedRow(&removed, key, DatumGetInt64(token));
+        }
+        MemoryContextSwitchTo(caller);
+    }
+    EndLatestRowScan(&rows);
+    return EndRemovedRows(&removed);
 }
 
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,

@@ -56,7 +56,10 @@ void RequireTombstoneKeyFits(Relation rel, Oid home_relid, Datum key, bool compr
 void RequireTombstoneKeysFitRows(Oid relid);
 
 // Records (or raises) the tombstone for a deleted row. No-op without a primary key.
-void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
+// deferrable (a DELETE): to the end of the executor run deleting it, with the
+// statement's other rows (pg/hwm/removed_rows.hpp).
+void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm,
+                    bool deferrable = false);
 
 // Records (or raises) a tombstone under home_relid for every row of rel (a
 // leaf) that carries a token, read with the latest snapshot, as a DELETE of
@@ -64,7 +67,8 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm);
 // tree (DROP or DETACH of a partition). The caller holds a lock on rel that
 // keeps every writer out. A row whose token is NULL carries no HWM, and a
 // tombstone already stored for its key is kept, so skipping it loses nothing.
-// Returns how many tombstones were written or raised.
+// Set-based, or folded into the table's floor (pg/hwm/removed_rows.hpp).
+// Returns how many rows it covered.
 int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
 
 // Whether a row of rel (a table about to be attached under home_relid) is
