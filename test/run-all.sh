@@ -102,6 +102,9 @@
 #   extension-path  the extension in a directory of its own outside the server's tree,
 #              loaded with extension_control_path and dynamic_library_path, on 18 and
 #              19 in the sid chroot (test/matrix/extension-path.sh)
+#   deb-chroots  the Debian package built with pg_buildext for 17 (trixie chroot), 18
+#              and 19 (sid chroot), installed with apt-get, a stale write refused,
+#              removed with dpkg -r (test/deb/chroot.sh)
 #   upgrade-15-18  pg_upgrade from the source-built 15 to 18 with state in every
 #              scope (test/t/040_pg_upgrade.pl across versions, test/matrix/upgrade.sh)
 #
@@ -121,13 +124,14 @@ SUDO=
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
     migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18
-    pg17 pg19 upgrade-18-19 extension-path)
+    pg17 pg19 upgrade-18-19 extension-path deb-chroots)
 # Suites run only when named (make test SUITES="pg17 pg19 ..."): the Debian 13
 # and experimental chroots' suites, which do not fit make test's time budget yet.
 BY_NAME_ONLY=(pg17 pg19 upgrade-18-19 extension-path)
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
-STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path)
+STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path
+    deb-chroots)
 # Suites that run against the shared scratch cluster (the others start their own).
 ON_SHARED_CLUSTER=(regress security monitoring integration drivers races keymove starvation
     stress memory e2e-etcd e2e-zookeeper examples)
@@ -311,6 +315,7 @@ suite_pg17() { SUITE_TIMEOUT=2400 run_tap_like pg17 test/matrix/debian.sh 17; }
 suite_pg19() { SUITE_TIMEOUT=2400 run_tap_like pg19 test/matrix/debian.sh 19; }
 suite_upgrade-18-19() { SUITE_TIMEOUT=1800 run_tap_like upgrade-18-19 test/matrix/upgrade-18-19.sh; }
 suite_extension-path() { SUITE_TIMEOUT=1800 run_tap_like extension-path test/matrix/extension-path.sh; }
+suite_deb-chroots() { SUITE_TIMEOUT=1200 run_tap_like deb-chroots test/deb/chroot.sh; }
 suite_upgrade-15-18() { SUITE_TIMEOUT=1800 run_tap_like upgrade-15-18 test/matrix/upgrade.sh; }
 
 # ---------------------------------------------------------------- the run
