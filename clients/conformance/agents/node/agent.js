@@ -14,7 +14,7 @@ function emit(msg) {
 }
 
 const KINDS = [
-  [fencing.LeaseLostError, 'LeaseLost'], [fencing.LeaseClosedError, 'LeaseClosed'],
+  [fencing.LeaseTakenOverError, 'LeaseTakenOver'], [fencing.LeaseLostError, 'LeaseLost'], [fencing.LeaseClosedError, 'LeaseClosed'],
   [fencing.LeaseNotAcquiredError, 'LeaseNotAcquired'], [fencing.StaleTokenError, 'StaleToken'],
   [fencing.TokenRequiredError, 'TokenRequired'], [fencing.TransactionAbortedError, 'TransactionAborted'],
   [fencing.TransactionInProgressError, 'TransactionInProgress'],
@@ -30,7 +30,8 @@ function errorOf(e) {
     fields.key = typeof e.key === 'string' || e.key === null ? e.key : JSON.stringify(e.key);
     fields.strict = e.strict;
   }
-  return { kind, sqlstate: (e && e.code && /^[0-9A-Z]{5}$/.test(e.code)) ? e.code : null, message: String(e && e.message), fields };
+  const code = e && e.code && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : null;
+  return { kind, sqlstate: (e && e.sqlstate) || code, message: String(e && e.message), fields };
 }
 
 const leases = new Map();
@@ -67,6 +68,7 @@ const commands = {
     const r = await l.transaction(app, async (c) => {
       const u = await c.query(`UPDATE ${m.table} SET v = $1, n = n + 1 WHERE id = $2`, [m.value, m.row]);
       if (m.hold_ms) await fencing.sleep(m.hold_ms);
+      if (m.hold_server_ms) await c.query('SELECT pg_sleep($1)', [m.hold_server_ms / 1000]);
       return u;
     });
     return { rows: r.rowCount };
