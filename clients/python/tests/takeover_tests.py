@@ -58,14 +58,12 @@ def _write_sleeping(lease, name, seconds, out):
     return t
 
 
-class _Coded(psycopg.Error):
+class _Coded(Exception):
+    """A driver error with a SQLSTATE (what the classification reads)."""
+
     def __init__(self, code):
         super().__init__(code)
-        self.code = code
-
-    @property
-    def sqlstate(self):
-        return self.code
+        self.sqlstate = code
 
 
 def classification(h, run):
