@@ -4,9 +4,10 @@
 const path = require('path');
 const readline = require('readline');
 
-const LIB = path.resolve(__dirname, '../../../node');
+// CONFORMANCE_NODE_LIB: an installed pg-fencing (agents/node_current) instead of this tree's.
+const LIB = process.env.CONFORMANCE_NODE_LIB || path.resolve(__dirname, '../../../node');
 const fencing = require(LIB);
-const pgVersion = require(path.join(LIB, 'node_modules/pg/package.json')).version;
+const pgVersion = require(require.resolve('pg/package.json', { paths: [LIB] })).version;
 const libVersion = require(path.join(LIB, 'package.json')).version;
 
 function emit(msg) {
