@@ -862,10 +862,11 @@ def main():
     print(f"# run time {time.monotonic() - started:.0f} s; worst scheduling delay measured {worst:.3f} s")
     print("\nconformance results (pass / FAIL / skip):")
     width = max(len(x) for x in cases)
-    print(" " * (width + 2) + "".join(f"{x:>10}" for x in names))
+    cols = [max(10, len(x) + 2) for x in names]
+    print(" " * (width + 2) + "".join(f"{x:>{w}}" for x, w in zip(names, cols)))
     for case in cases:
         cells = [results.get(x, {}).get(case, "-").split(":")[0] for x in names]
-        print(f"{case:<{width + 2}}" + "".join(f"{x:>10}" for x in cells))
+        print(f"{case:<{width + 2}}" + "".join(f"{x:>{w}}" for x, w in zip(cells, cols)))
     with open(os.path.join(LOGDIR, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     sys.exit(1 if failed else 0)
