@@ -269,14 +269,14 @@ def server_lease(db, resource):
         " WHERE namespace = %s AND resource = %s", (NS, resource)).fetchone()
 
 
-def row(db, rid):
-    return db.execute(f"SELECT v, n, fence::text FROM {TABLE} WHERE id = %s", (rid,)).fetchone()
+def row(db, rid, table=None):
+    return db.execute(f"SELECT v, n, fence::text FROM {table or TABLE} WHERE id = %s", (rid,)).fetchone()
 
 
-def runner_write(db, token, rid, value):
+def runner_write(db, token, rid, value, table=None):
     with db.transaction():
         db.execute("SELECT pg_catalog.set_config('fencing.token', %s, true)", (str(token),))
-        db.execute(f"UPDATE {TABLE} SET v = %s, n = n + 1 WHERE id = %s", (value, rid))
+        db.execute(f"UPDATE {table or TABLE} SET v = %s, n = n + 1 WHERE id = %s", (value, rid))
 
 
 def expiries(db, res, token):
@@ -554,6 +554,136 @@ def case_stale_fenced(a, db, c, res):
     return f"StaleToken offered {f.get('offered')} hwm {f.get('hwm')}"
 
 
+def _preload(c, h, a, on):
+    """The library in shared_preload_libraries (a takeover ends a writer
+    with TF003) or not (57P01, the default of the other cases)."""
+    h[0].execute("ALTER SYSTEM SET shared_preload_libraries = 'fencing'" if on
+                 else "ALTER SYSTEM RESET shared_preload_libraries")
+    h[0].close()
+    c.pg_ctl("restart", "-m", "fast")
+    c.wait_ready()
+    h[0] = c.connect()
+    a.call("reconnect")
+
+
+def _res_table(db, res):
+    """A table of resource scope for the case's resource: a takeover ends
+    only writers holding that resource's HWM lock (docs/guarantees.md)."""
+    t = TABLE + "_r"
+    db.execute(f"CREATE TABLE {t} (id int PRIMARY KEY, res text NOT NULL, v text, n int NOT NULL DEFAULT 0,"
+               " fence fencing_token)")
+    db.execute("SELECT fencing_protect(%s, scope => 'resource', resource_column => 'res',"
+               " resource_namespace => %s)", (t, NS))
+    with db.transaction():
+        db.execute("SELECT pg_catalog.set_config('fencing.token', '1', true)")
+        db.execute(f"INSERT INTO {t} (id, res, v) VALUES (1, %s, 'init')", (res,))
+    return t
+
+
+def _write_in_sleep(a, db, table, hold):
+    """The agent's write: UPDATE row 1 of table, then a server-side pg_sleep
+    in the same transaction (its backend holds the resource's HWM lock)."""
+    req = a.send("write", lease="L", table=table, row=1, value="cut-off", hold_server_ms=hold * 1000)
+    end = time.monotonic() + 5
+    while not db.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%'"
+                         " AND state = 'active' AND pid <> pg_backend_pid()").fetchone()[0]:
+        need(time.monotonic() < end, "the agent's write never reached its pg_sleep")
+        time.sleep(0.02)
+    return req
+
+
+def _cut_off(a, req, codes):
+    """The cut-off write raised LeaseTakenOver with one of codes (None: the
+    driver lost the FATAL's SQLSTATE, psycopg 3.1)."""
+    w = a.wait(req, timeout=15)
+    need(kind(w) == "LeaseTakenOver" and w["error"].get("sqlstate") in codes,
+         f"the cut-off write did not raise LeaseTakenOver ({codes}): {w}")
+
+
+def case_takeover(a, h, c, res):
+    """Preloaded: the agent's lease ends behind its back while its write is
+    in a long transaction; the runner's acquire takes over at once: TF003,
+    reason takeover (before any renewal could see the release)."""
+    _preload(c, h, a, True)
+    try:
+        db = h[0]
+        t = _res_table(db, res)
+        tok = _acquire(a, res)["token"]
+        req = _write_in_sleep(a, db, t, 3 * TTL)
+        n0 = len(expiries(db, res, tok))
+        end = time.monotonic() + RENEW * 2
+        while len(expiries(db, res, tok)) == n0:  # right after a renewal: the next is >= 0.8 s away
+            need(time.monotonic() < end, "no renewal")
+            time.sleep(0.01)
+        db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok, NS))
+        tok2 = db.execute("SELECT fencing_acquire(%s, 'runner', '30 s', '5 s', %s)::text", (res, NS)).fetchone()[0]
+        need(tok2 is not None, "the runner's acquire did not take over")
+        _cut_off(a, req, ("TF003",))
+        ev = a.wait_lost("L", 1.0)
+        need(ev is not None and ev["reason"] == "takeover", f"lost event: {ev}")
+        need(row(db, 1, t)[0] == "init", f"the cut-off write committed: {row(db, 1, t)}")
+        runner_write(db, tok2, 1, "runner", t)
+        a.call("reconnect")
+        w = a.attempt("write", lease="L", table=t, row=1, value="stale")
+        need(kind(w) in ("LeaseLost", "LeaseTakenOver"), f"write after the takeover: {w}")
+        need(row(db, 1, t)[0] == "runner", f"row: {row(db, 1, t)}")
+        need(len(a.lost_events("L")) == 1, f"lost events: {a.lost_events('L')}")
+        a.call("close", lease="L")
+        db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok2, NS))
+        return "write cut off: LeaseTakenOver TF003; lost reason takeover; no stale write"
+    finally:
+        _preload(c, h, a, False)
+
+
+def case_takeover_paused(a, db, c, res):
+    """Not preloaded: the agent is SIGSTOPped in its long transaction past
+    its TTL; the runner's waited acquire takes over (57P01). On SIGCONT the
+    deadline has passed: lost reason expired (never late), then the write
+    raises LeaseTakenOver."""
+    t = _res_table(db, res)
+    tok = _acquire(a, res)["token"]
+    req = _write_in_sleep(a, db, t, TTL + 6)
+    t_stop = time.time()
+    os.kill(a.pid, signal.SIGSTOP)
+    tok2 = db.execute("SELECT fencing_acquire(%s, 'runner', '30 s', '10 s', %s)::text", (res, NS)).fetchone()[0]
+    need(tok2 is not None, "the runner's acquire did not take over")
+    need(row(db, 1, t)[0] == "init", f"the cut-off write committed: {row(db, 1, t)}")
+    runner_write(db, tok2, 1, "runner", t)
+    time.sleep(max(0.0, t_stop + TTL + 1.5 - time.time()))
+    STOP_PROBE.stop()
+    t_cont = time.time()
+    os.kill(a.pid, signal.SIGCONT)
+    STOP_PROBE.cont()
+    resumed = STOP_PROBE.resume_delay(t_cont)
+    _cut_off(a, req, ("57P01", None))
+    ev = a.wait_lost("L", 1.0)
+    need(ev is not None and ev["reason"] == "expired", f"lost event: {ev}")
+    note = check_timing(ev, db, res, MARGIN, stopped_until=t_cont, resume_delay=resumed)
+    need(row(db, 1, t)[0] == "runner", f"row: {row(db, 1, t)}")
+    a.call("close", lease="L")
+    db.execute("SELECT fencing_release(%s, %s::text::fencing_token, %s)", (res, tok2, NS))
+    return f"LeaseTakenOver after lost (expired); token {tok} -> {tok2}" + (f"; {note}" if note else "")
+
+
+def case_terminate_held(a, db, c, res):
+    """57P01 on a held lease (pg_terminate_backend, as a shutdown sends it)
+    is not a takeover: a plain Database error, no lost event, still held."""
+    t = _res_table(db, res)
+    _acquire(a, res)
+    req = _write_in_sleep(a, db, t, 2)
+    db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE '%pg_sleep%'"
+               " AND state = 'active' AND pid <> pg_backend_pid()")
+    w = a.wait(req, timeout=10)
+    need(kind(w) == "Database" and w["error"].get("sqlstate") in ("57P01", None), f"write: {w}")
+    time.sleep(RENEW * 1.5)
+    st = a.call("state", lease="L")
+    need(not a.lost_events("L") and st["state"] == "held", f"lost: {a.lost_events('L')}; state {st}")
+    a.call("reconnect")
+    need(a.call("write", lease="L", table=t, row=1, value="after")["rows"] == 1, "write after reconnect")
+    a.call("close", lease="L")
+    return "57P01 on a held lease: Database error, still held, next write commits"
+
+
 def _restart(a, db_holder, c, res, how):
     r = _acquire(a, res, ttl=RESTART_TTL)
     margin = RESTART_TTL / 5
@@ -594,11 +724,14 @@ CASES = {
     "close_during_renewal": case_close_during_renewal,
     "release_lost": case_release_lost,
     "stale_fenced": case_stale_fenced,
+    "takeover": case_takeover,
+    "takeover_paused": case_takeover_paused,
+    "terminate_held": case_terminate_held,
     "restart_fast": lambda a, h, c, r: _restart(a, h, c, r, "fast"),
     "restart_immediate": lambda a, h, c, r: _restart(a, h, c, r, "immediate"),
     "restart_kill9": lambda a, h, c, r: _restart(a, h, c, r, "kill9"),
 }
-RESTARTS = {"restart_fast", "restart_immediate", "restart_kill9"}
+RESTARTS = {"restart_fast", "restart_immediate", "restart_kill9", "takeover"}  # given the holder
 
 
 def setup_run(c):
@@ -729,10 +862,11 @@ def main():
     print(f"# run time {time.monotonic() - started:.0f} s; worst scheduling delay measured {worst:.3f} s")
     print("\nconformance results (pass / FAIL / skip):")
     width = max(len(x) for x in cases)
-    print(" " * (width + 2) + "".join(f"{x:>10}" for x in names))
+    cols = [max(10, len(x) + 2) for x in names]
+    print(" " * (width + 2) + "".join(f"{x:>{w}}" for x, w in zip(names, cols)))
     for case in cases:
         cells = [results.get(x, {}).get(case, "-").split(":")[0] for x in names]
-        print(f"{case:<{width + 2}}" + "".join(f"{x:>10}" for x in cells))
+        print(f"{case:<{width + 2}}" + "".join(f"{x:>{w}}" for x, w in zip(cells, cols)))
     with open(os.path.join(LOGDIR, "results.json"), "w") as f:
         json.dump(results, f, indent=1)
     sys.exit(1 if failed else 0)

@@ -13,6 +13,14 @@ import (
 const (
 	SQLStateStaleToken    = "TF001"
 	SQLStateTokenRequired = "TF002"
+	// SQLStateTakenOver: the server ended the backend because another
+	// holder's fencing_acquire took over the lease it wrote under (1.6,
+	// with the library in shared_preload_libraries).
+	SQLStateTakenOver = "TF003"
+	// SQLStateAdminShutdown: PostgreSQL's admin_shutdown, what a takeover
+	// sends without the preloaded library (and a shutdown or
+	// pg_terminate_backend() always).
+	SQLStateAdminShutdown = "57P01"
 )
 
 var (
@@ -30,6 +38,9 @@ var (
 	// ErrLeaseClosed: the lease was released or closed; writes through it
 	// refuse with a *LeaseClosedError that errors.Is this. Not ErrLeaseLost.
 	ErrLeaseClosed = errors.New("fencing: lease closed")
+	// ErrLeaseTakenOver: a write under the lease was cut off by a takeover
+	// (a *LeaseTakenOverError, which errors.Is ErrLeaseLost too).
+	ErrLeaseTakenOver = errors.New("fencing: lease taken over")
 	// ErrTransactionInProgress: WithToken or BeginFunc was given a
 	// transaction, or a connection inside one; nothing was sent.
 	ErrTransactionInProgress = errors.New("fencing: a transaction is already open on this connection")
@@ -128,4 +139,38 @@ func staleTokenError(pgErr *pgconn.PgError) *StaleTokenError {
 	}
 	e.Key, e.Offered, e.HWM, e.Strict, e.Parsed = m[1], offered, hwm, m[3] == "not above", true
 	return e
+}
+
+// LeaseTakenOverError is a write under a lease cut off by a takeover:
+// another holder's fencing_acquire ended its backend (TF003, or 57P01 once
+// the lease was lost; CONTRACT.md section 4a); the write rolled back.
+// errors.Is matches ErrLeaseTakenOver and ErrLeaseLost; errors.As gives a
+// *LeaseLostError with ReasonTakeover, and the *pgconn.PgError (Unwrap).
+type LeaseTakenOverError struct {
+	Resources []string
+	Tokens    []int64
+	SQLState  string // TF003 or 57P01
+	Err       error  // the driver's error
+}
+
+func (e *LeaseTakenOverError) Error() string {
+	return fmt.Sprintf("fencing: lease on %v (tokens %v) taken over: the server ended the write (%s): %v",
+		e.Resources, e.Tokens, e.SQLState, e.Err)
+}
+
+// Unwrap gives the driver's error.
+func (e *LeaseTakenOverError) Unwrap() error { return e.Err }
+
+// Is matches ErrLeaseTakenOver and ErrLeaseLost.
+func (e *LeaseTakenOverError) Is(target error) bool {
+	return target == ErrLeaseTakenOver || target == ErrLeaseLost
+}
+
+// As gives a *LeaseLostError (ReasonTakeover) to code that handles lost leases.
+func (e *LeaseTakenOverError) As(target any) bool {
+	p, ok := target.(**LeaseLostError)
+	if ok {
+		*p = &LeaseLostError{Resources: e.Resources, Tokens: e.Tokens, Reason: ReasonTakeover, Detail: e.Error()}
+	}
+	return ok
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // LeaseOptions configures Acquire and AcquireAll.
@@ -45,13 +46,16 @@ const (
 const (
 	ReasonRefused = "refused" // the server refused a renewal
 	ReasonExpired = "expired" // no renewal was confirmed within the safe time
+	// ReasonTakeover: another holder's acquire ended a write under the
+	// lease's token (TF003) before the lease was declared lost otherwise.
+	ReasonTakeover = "takeover"
 )
 
 // LeaseLostError is why a lease was lost; errors.Is(err, ErrLeaseLost).
 type LeaseLostError struct {
 	Resources []string
 	Tokens    []int64
-	Reason    string // ReasonRefused or ReasonExpired
+	Reason    string // ReasonRefused, ReasonExpired or ReasonTakeover
 	Detail    string
 }
 
@@ -527,7 +531,30 @@ func (l *Lease) BeginFunc(ctx context.Context, db Beginner, fn func(pgx.Tx) erro
 	if err := l.check(); err != nil {
 		return err
 	}
-	return withToken(ctx, db, l.Token(), fn, l.check)
+	return l.takenOver(withToken(ctx, db, l.Token(), fn, l.check))
+}
+
+// takenOver turns the error of a write under the lease into a
+// *LeaseTakenOverError when a takeover cut it off (CONTRACT.md section 4a):
+// TF003, which declares the lease lost (ReasonTakeover) unless it already
+// was; or 57P01 once the lease is lost (deadline checked first). 57P01 on a
+// held lease is a plain shutdown or pg_terminate_backend(): err unchanged.
+func (l *Lease) takenOver(err error) error {
+	var pgErr *pgconn.PgError
+	if err == nil || !errors.As(err, &pgErr) {
+		return err
+	}
+	switch pgErr.Code {
+	case SQLStateTakenOver:
+		l.markLost(ReasonTakeover, "another holder's acquire took the lease over and ended a write under its token")
+	case SQLStateAdminShutdown:
+		if !errors.Is(l.check(), ErrLeaseLost) {
+			return err
+		}
+	default:
+		return err
+	}
+	return &LeaseTakenOverError{Resources: l.resources, Tokens: l.tokens, SQLState: pgErr.Code, Err: err}
 }
 
 // FencedUpdate is FencedUpdate with the lease's token; ErrLeaseLost once lost.
@@ -535,7 +562,8 @@ func (l *Lease) FencedUpdate(ctx context.Context, q Querier, table string, key, 
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedUpdate(ctx, q, table, l.Token(), key, changes, opts...)
+	n, err := FencedUpdate(ctx, q, table, l.Token(), key, changes, opts...)
+	return n, l.takenOver(err)
 }
 
 // FencedUpdateResult is FencedUpdateResult with the lease's token.
@@ -543,7 +571,8 @@ func (l *Lease) FencedUpdateResult(ctx context.Context, q Querier, table string,
 	if err := l.check(); err != nil {
 		return FencedResult{}, err
 	}
-	return FencedUpdateResult(ctx, q, table, l.Token(), key, changes)
+	r, err := FencedUpdateResult(ctx, q, table, l.Token(), key, changes)
+	return r, l.takenOver(err)
 }
 
 // FencedDelete is FencedDelete with the lease's token; ErrLeaseLost once lost.
@@ -551,7 +580,8 @@ func (l *Lease) FencedDelete(ctx context.Context, q Querier, table string, key a
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedDelete(ctx, q, table, l.Token(), key, opts...)
+	n, err := FencedDelete(ctx, q, table, l.Token(), key, opts...)
+	return n, l.takenOver(err)
 }
 
 // FencedUpsert is FencedUpsert with the lease's token; ErrLeaseLost once lost.
@@ -559,7 +589,8 @@ func (l *Lease) FencedUpsert(ctx context.Context, q Querier, table string, row a
 	if err := l.check(); err != nil {
 		return 0, err
 	}
-	return FencedUpsert(ctx, q, table, l.Token(), row, opts...)
+	n, err := FencedUpsert(ctx, q, table, l.Token(), row, opts...)
+	return n, l.takenOver(err)
 }
 
 // Release stops the heartbeat (a renewal in flight is waited for, bounded by

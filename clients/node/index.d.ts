@@ -39,12 +39,20 @@ export class TokenRequiredError extends Error {
   hint: string | null;
 }
 
-/** The lease was declared lost: a renewal was refused ('refused'), or none was confirmed within its safe time ('expired'). */
+/** The lease was declared lost: a renewal was refused ('refused'), none was confirmed within its safe time ('expired'), or another holder took it over ('takeover'). */
 export class LeaseLostError extends Error {
-  code: 'LEASE_LOST';
+  code: 'LEASE_LOST' | 'LEASE_TAKEN_OVER';
   resources: string[] | null;
   tokens: bigint[] | null;
-  reason: 'refused' | 'expired' | null;
+  reason: 'refused' | 'expired' | 'takeover' | null;
+}
+
+/** A write under the lease cut off by a takeover (SQLSTATE TF003, or 57P01 once the lease was lost); it rolled back. */
+export class LeaseTakenOverError extends LeaseLostError {
+  code: 'LEASE_TAKEN_OVER';
+  reason: 'takeover';
+  sqlstate: 'TF003' | '57P01' | null;
+  cause?: unknown;
 }
 
 /** The lease was released or closed: nothing starts or commits under it. Not a LeaseLostError. */
@@ -109,12 +117,14 @@ export class Lease extends EventEmitter {
   readonly isLost: boolean;
   /** release() or close() was called. */
   readonly isClosed: boolean;
-  readonly lostReason: 'refused' | 'expired' | null;
+  readonly lostReason: 'refused' | 'expired' | 'takeover' | null;
   readonly renewals: number;
   /** How many times a broken renewal connection was replaced. */
   readonly reconnects: number;
   /** Throws LeaseClosedError after release/close, LeaseLostError once lost. */
   throwIfLost(): void;
+  /** The LeaseTakenOverError for a driver error that ended a write under this lease (TF003; 57P01 once lost), else null. */
+  takenOver(err: unknown): LeaseTakenOverError | null;
   remaining(): number;
   /** true when the server ended a live lease of these tokens; false for a lost lease, a second call, or an unreachable server. Never throws for those. */
   release(): Promise<boolean>;

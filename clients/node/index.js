@@ -54,8 +54,9 @@ class TokenRequiredError extends Error {
 }
 
 /**
- * The lease was declared lost: a renewal was refused (reason 'refused'), or
- * no renewal was confirmed within its safe time (reason 'expired').
+ * The lease was declared lost: a renewal was refused (reason 'refused'), no
+ * renewal was confirmed within its safe time (reason 'expired'), or another
+ * holder took it over (reason 'takeover', a LeaseTakenOverError).
  */
 class LeaseLostError extends Error {
   constructor(message, fields = {}) {
@@ -65,6 +66,23 @@ class LeaseLostError extends Error {
     this.resources = fields.resources ?? null;
     this.tokens = fields.tokens ?? null;
     this.reason = fields.reason ?? null;
+  }
+}
+
+/**
+ * A write under the lease was cut off by a takeover: another holder's
+ * fencing_acquire ended its backend (SQLSTATE TF003; or 57P01 once the lease
+ * was already lost, CONTRACT.md section 4a); the write rolled back. A
+ * LeaseLostError with reason 'takeover'; `sqlstate` the server's code and
+ * `cause` the driver's error.
+ */
+class LeaseTakenOverError extends LeaseLostError {
+  constructor(message, fields = {}) {
+    super(message, { ...fields, reason: 'takeover' });
+    this.name = 'LeaseTakenOverError';
+    this.code = 'LEASE_TAKEN_OVER';
+    this.sqlstate = fields.sqlstate ?? null;
+    if (fields.cause !== undefined) this.cause = fields.cause;
   }
 }
 
@@ -370,6 +388,22 @@ class Lease extends EventEmitter {
     if (this.isLost) throw this.lost.reason;
   }
 
+  /**
+   * The LeaseTakenOverError for a driver error that ended a write under this
+   * lease, else null (CONTRACT.md section 4a). TF003: the server says so; the
+   * lease is declared lost (reason 'takeover') unless it already was. 57P01
+   * only when the lease is already lost (deadline checked first): on a held
+   * lease it is a plain shutdown or pg_terminate_backend().
+   */
+  takenOver(err) {
+    const code = err && err.code;
+    if (code === 'TF003') this._lose('takeover');
+    else if (code !== '57P01' || !this.isLost) return null;
+    return new LeaseTakenOverError(`lease on ${this.resources.join(', ')} was taken over: the server ended the write (${code})`, {
+      resources: this.resources, tokens: this.tokens, sqlstate: code, cause: err,
+    });
+  }
+
   /** The token of one of the lease's resources (default: the first). */
   tokenFor(resource) {
     if (resource === undefined) return this.token;
@@ -464,7 +498,8 @@ class Lease extends EventEmitter {
     clearTimeout(this._renewTimer);
     clearTimeout(this._deadlineTimer);
     const why = reason === 'refused' ? 'the server refused the renewal (the lease expired or was taken)'
-      : 'no renewal was confirmed within its safe time';
+      : reason === 'takeover' ? "another holder's acquire took it over and ended a write under its token"
+        : 'no renewal was confirmed within its safe time';
     const err = new LeaseLostError(`lease on ${this.resources.join(', ')} lost: ${why}`, {
       resources: this.resources, tokens: this.tokens, reason,
     });
@@ -677,7 +712,7 @@ async function withToken(client, tokenOrLease, fn, opts = {}) {
     return result;
   } catch (err) {
     await client.query('ROLLBACK').catch(() => {});
-    throw typedError(err);
+    throw (lease && lease.takenOver(err)) || typedError(err);
   }
 }
 
@@ -762,7 +797,7 @@ async function fencedCall(client, fn, args, params, token, opts, keyOf) {
     if (n === 0 && !opts.staleAsZero) await diagnoseZero(client, params[0], token, await keyOf(), fn);
     return n;
   } catch (err) {
-    throw typedError(err);
+    throw (opts.lease && opts.lease.takenOver(err)) || typedError(err);
   }
 }
 
@@ -819,6 +854,7 @@ module.exports = {
   TokenRequiredError,
   LeaseLostError,
   LeaseClosedError,
+  LeaseTakenOverError,
   LeaseNotAcquiredError,
   TransactionAbortedError,
   TransactionInProgressError,

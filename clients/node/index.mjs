@@ -4,7 +4,7 @@ import fencing from './index.js';
 
 export const {
   MAX_TOKEN, StaleTokenError, TokenRequiredError, LeaseLostError, LeaseClosedError,
-  LeaseNotAcquiredError, TransactionAbortedError, TransactionInProgressError, Lease, acquire,
+  LeaseTakenOverError, LeaseNotAcquiredError, TransactionAbortedError, TransactionInProgressError, Lease, acquire,
   tryAcquire, acquireAll, withLease, withToken, fencedUpdate, fencedDelete, fencedUpsert, check,
   connect, register, tokenOids, typesFor, typedError, parseStaleDetail, tokenText, parseToken,
   parseTokenArray, sleep,

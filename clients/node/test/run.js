@@ -385,7 +385,7 @@ async function main() {
   await app.query('SET client_min_messages = warning');
   const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testReconnect, testRefused, testPause, testCarriage,
     testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld,
-    ...require('./contract')({ ok, caught, leaseRow, RUN })];
+    ...require('./contract')({ ok, caught, leaseRow, RUN }), ...require('./takeover')({ ok, caught, RUN })];
   for (const step of steps) {
     try {
       await step(app);

@@ -828,6 +828,8 @@ def main():
             crashed(f"{name}: pause test")
     import contract_tests
     contract_tests.run_all(sys.modules[__name__], RUN)
+    import takeover_tests
+    takeover_tests.run_all(sys.modules[__name__], RUN)
     print(f"# {checks - start - failures} of {checks - start} checks passed")
     return 1 if failures else 0
 

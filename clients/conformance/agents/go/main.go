@@ -136,7 +136,10 @@ func (a *agent) write(m map[string]any) (map[string]any, error) {
 		}
 		rows = tag.RowsAffected()
 		time.Sleep(ms(m, "hold_ms"))
-		return nil
+		if d := ms(m, "hold_server_ms"); d > 0 {
+			_, err = tx.Exec(a.ctx, "SELECT pg_sleep($1)", d.Seconds())
+		}
+		return err
 	})
 	return map[string]any{"rows": rows}, err
 }
@@ -188,6 +191,8 @@ func errorOf(err error) map[string]any {
 	var stale *fencing.StaleTokenError
 	var pgErr *pgconn.PgError
 	switch {
+	case errors.Is(err, fencing.ErrLeaseTakenOver):
+		kind = "LeaseTakenOver"
 	case errors.Is(err, fencing.ErrLeaseLost):
 		kind = "LeaseLost"
 	case errors.Is(err, fencing.ErrLeaseClosed):

@@ -5,6 +5,7 @@ import io.github.pgfencing.jdbc.Fencing;
 import io.github.pgfencing.jdbc.Lease;
 import io.github.pgfencing.jdbc.LeaseClosedException;
 import io.github.pgfencing.jdbc.LeaseLostException;
+import io.github.pgfencing.jdbc.LeaseTakenOverException;
 import io.github.pgfencing.jdbc.LeaseUnavailableException;
 import io.github.pgfencing.jdbc.StaleTokenException;
 import io.github.pgfencing.jdbc.TokenRequiredException;
@@ -120,6 +121,7 @@ public final class Agent {
     Map<String, Object> write(Map<String, Object> m) throws SQLException {
         Lease l = lease(m);
         long hold = m.get("hold_ms") == null ? 0 : num(m, "hold_ms");
+        long holdServer = m.get("hold_server_ms") == null ? 0 : num(m, "hold_server_ms");
         int rows = l.transaction(app, c -> {
             try (PreparedStatement ps = c.prepareStatement("UPDATE " + quote((String) m.get("table"))
                     + " SET v = ?, n = n + 1 WHERE id = ?")) {
@@ -131,6 +133,12 @@ public final class Agent {
                         Thread.sleep(hold);
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
+                    }
+                }
+                if (holdServer > 0) {
+                    try (PreparedStatement sleep = c.prepareStatement("SELECT pg_sleep(? / 1000.0)")) {
+                        sleep.setLong(1, holdServer);
+                        sleep.execute();
                     }
                 }
                 return n;
@@ -163,7 +171,9 @@ public final class Agent {
     static Map<String, Object> errorOf(Throwable e) {
         String kind;
         Map<String, Object> fields = new LinkedHashMap<>();
-        if (e instanceof LeaseLostException)
+        if (e instanceof LeaseTakenOverException)
+            kind = "LeaseTakenOver";
+        else if (e instanceof LeaseLostException)
             kind = "LeaseLost";
         else if (e instanceof LeaseClosedException)
             kind = "LeaseClosed";

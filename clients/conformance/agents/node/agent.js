@@ -4,9 +4,10 @@
 const path = require('path');
 const readline = require('readline');
 
-const LIB = path.resolve(__dirname, '../../../node');
+// CONFORMANCE_NODE_LIB: an installed pg-fencing (agents/node_current) instead of this tree's.
+const LIB = process.env.CONFORMANCE_NODE_LIB || path.resolve(__dirname, '../../../node');
 const fencing = require(LIB);
-const pgVersion = require(path.join(LIB, 'node_modules/pg/package.json')).version;
+const pgVersion = require(require.resolve('pg/package.json', { paths: [LIB] })).version;
 const libVersion = require(path.join(LIB, 'package.json')).version;
 
 function emit(msg) {
@@ -14,7 +15,7 @@ function emit(msg) {
 }
 
 const KINDS = [
-  [fencing.LeaseLostError, 'LeaseLost'], [fencing.LeaseClosedError, 'LeaseClosed'],
+  [fencing.LeaseTakenOverError, 'LeaseTakenOver'], [fencing.LeaseLostError, 'LeaseLost'], [fencing.LeaseClosedError, 'LeaseClosed'],
   [fencing.LeaseNotAcquiredError, 'LeaseNotAcquired'], [fencing.StaleTokenError, 'StaleToken'],
   [fencing.TokenRequiredError, 'TokenRequired'], [fencing.TransactionAbortedError, 'TransactionAborted'],
   [fencing.TransactionInProgressError, 'TransactionInProgress'],
@@ -30,7 +31,8 @@ function errorOf(e) {
     fields.key = typeof e.key === 'string' || e.key === null ? e.key : JSON.stringify(e.key);
     fields.strict = e.strict;
   }
-  return { kind, sqlstate: (e && e.code && /^[0-9A-Z]{5}$/.test(e.code)) ? e.code : null, message: String(e && e.message), fields };
+  const code = e && e.code && /^[0-9A-Z]{5}$/.test(e.code) ? e.code : null;
+  return { kind, sqlstate: (e && e.sqlstate) || code, message: String(e && e.message), fields };
 }
 
 const leases = new Map();
@@ -67,6 +69,7 @@ const commands = {
     const r = await l.transaction(app, async (c) => {
       const u = await c.query(`UPDATE ${m.table} SET v = $1, n = n + 1 WHERE id = $2`, [m.value, m.row]);
       if (m.hold_ms) await fencing.sleep(m.hold_ms);
+      if (m.hold_server_ms) await c.query('SELECT pg_sleep($1)', [m.hold_server_ms / 1000]);
       return u;
     });
     return { rows: r.rowCount };

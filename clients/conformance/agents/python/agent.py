@@ -20,7 +20,7 @@ def emit(msg):
         sys.stdout.flush()
 
 
-KINDS = [(pgfencing.LeaseLostError, "LeaseLost"), (pgfencing.LeaseClosedError, "LeaseClosed"),
+KINDS = [(pgfencing.LeaseTakenOverError, "LeaseTakenOver"), (pgfencing.LeaseLostError, "LeaseLost"), (pgfencing.LeaseClosedError, "LeaseClosed"),
          (pgfencing.LeaseNotAcquiredError, "LeaseNotAcquired"), (pgfencing.StaleTokenError, "StaleToken"),
          (pgfencing.TokenRequiredError, "TokenRequired"),
          (pgfencing.TransactionAbortedError, "TransactionAborted"),
@@ -90,6 +90,8 @@ class Agent:
                            (m["value"], m["row"])).rowcount
             if m.get("hold_ms"):
                 time.sleep(m["hold_ms"] / 1000)
+            if m.get("hold_server_ms"):
+                tx.execute("SELECT pg_sleep(%s)", (m["hold_server_ms"] / 1000,))
         return {"rows": n}
 
     def fenced_update(self, m):

@@ -7,7 +7,7 @@ Driver modules (import the one you use; each imports its driver):
 The typed errors below are the base classes of both drivers' errors.
 """
 from .errors import (ExtensionTooOldError, FencingError, LeaseClosedError, LeaseLostError,
-                     LeaseNotAcquiredError, TransactionInProgressError,
+                     LeaseNotAcquiredError, LeaseTakenOverError, TransactionInProgressError,
                      StaleTokenError, TokenRequiredError, TransactionAbortedError,
                      parse_stale_detail, translate, typed_errors)
 
@@ -15,6 +15,6 @@ __version__ = "1.6.0"
 MAX_TOKEN = 9223372036854775807
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError", "LeaseClosedError",
-           "TransactionInProgressError",
+           "LeaseTakenOverError", "TransactionInProgressError",
            "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
            "parse_stale_detail", "translate", "typed_errors", "MAX_TOKEN", "__version__"]

@@ -22,7 +22,7 @@ import uuid
 from typing import Any, Callable, List, Optional, Sequence, Tuple, Union
 
 from ._sql import interval
-from .errors import LeaseClosedError, LeaseLostError
+from .errors import ADMIN_SHUTDOWN, TAKEN_OVER, LeaseClosedError, LeaseLostError, LeaseTakenOverError
 
 monotonic = time.monotonic
 
@@ -32,8 +32,12 @@ APPLICATION_NAME = "pgfencing-lease"
 
 EXPIRED = "expired"
 REFUSED = "refused"
+TAKEOVER = "takeover"
+# The extension's TF003 message (src/pg/api/takeover.cpp; not translated).
+TAKEN_OVER_TEXT = ") was taken over"
 _REASONS = {EXPIRED: "the lease's safe time ran out before a renewal succeeded",
-            REFUSED: "renewal refused: the lease expired or another holder took it"}
+            REFUSED: "renewal refused: the lease expired or another holder took it",
+            TAKEOVER: "another holder's acquire took the lease over and ended a write under its token"}
 
 # One statement renews (releases) every resource of a lease.
 # ($n in order of appearance: the psycopg module maps them to %s.)
@@ -201,7 +205,7 @@ class LeaseBase:
 
     @property
     def lost_reason_kind(self) -> Optional[str]:
-        """'refused', 'expired' or None."""
+        """'refused', 'expired', 'takeover' or None."""
         return self._timing.lost_kind
 
     @property
@@ -230,6 +234,27 @@ class LeaseBase:
         return LeaseLostError(f"lease on {self._names()} (token {self.token}) is lost: {self.lost_reason}",
                               self.resource, self.token, self.resources, self.tokens,
                               self._timing.lost_kind)
+
+    def taken_over(self, exc: BaseException, ended: bool = False) -> Optional[LeaseTakenOverError]:
+        """The takeover error for a driver error that ended a write under
+        this lease (CONTRACT.md section 4a), else None. TF003: the server
+        says so; the lease is declared lost (reason takeover) unless it
+        already was. 57P01 is a takeover only when the lease is already lost
+        (deadline checked first): on a held lease it is a plain shutdown or
+        pg_terminate_backend(), and the lease stays held. `ended`: the
+        connection is broken and the driver lost the FATAL's SQLSTATE
+        (psycopg 3.1 when the server closes the connection mid-query): the
+        extension's untranslated TF003 text, else counted as 57P01."""
+        code = getattr(exc, "sqlstate", None)
+        if code is None and ended:
+            code = TAKEN_OVER if TAKEN_OVER_TEXT in str(exc) else ADMIN_SHUTDOWN
+        if code == TAKEN_OVER:
+            self._lose(TAKEOVER)
+        elif code != ADMIN_SHUTDOWN or not self.lost:
+            return None
+        return LeaseTakenOverError(f"lease on {self._names()} (token {self.token}) was taken over: the server "
+                                   f"ended the write ({code})", self.resource, self.token, self.resources,
+                                   self.tokens, code)
 
     def _names(self) -> str:
         return ", ".join(repr(r) for r in self.resources)

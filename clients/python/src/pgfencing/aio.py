@@ -4,7 +4,7 @@ pgfencing.asyncpg.Lease(...) (both subclasses of AsyncLease)."""
 import asyncio
 import inspect
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable, Dict, List, Optional, Sequence, Tuple, Type
+from typing import Any, AsyncIterator, Awaitable, Callable, Dict, List, Optional, Sequence, Tuple, Type
 
 from . import errors
 from ._lease import REFUSED, LeaseBase, Resources, monotonic
@@ -175,24 +175,39 @@ class AsyncLease(LeaseBase):
         the start and before the commit once lost (LeaseLostError) or closed
         (LeaseClosedError)."""
         token = self.require_live(resource)
-        async with self._writes.transaction(conn, token) as c:
-            yield c
-            self.require_live(resource)
+        try:
+            async with self._writes.transaction(conn, token) as c:
+                yield c
+                self.require_live(resource)
+        except Exception as e:  # the driver's error: TF003/57P01 become LeaseTakenOverError
+            taken = self.taken_over(e, bool(getattr(conn, "broken", False)))
+            if taken is not None:
+                raise taken from e
+            raise
+
+    async def _write(self, fn: Callable[..., Awaitable[Any]], conn: Any, *args: Any) -> int:
+        try:
+            return int(await fn(conn, *args))
+        except Exception as e:
+            taken = self.taken_over(e, bool(getattr(conn, "broken", False)))
+            if taken is not None:
+                raise taken from e
+            raise
 
     async def fenced_update(self, conn: Any, table: str, key: Dict[str, Any], changes: Dict[str, Any],
                             raise_stale: bool = True, resource: Optional[str] = None) -> int:
-        return int(await self._writes.fenced_update(conn, table, self.require_live(resource), key, changes,
-                                                    raise_stale))
+        return await self._write(self._writes.fenced_update, conn, table, self.require_live(resource), key,
+                                 changes, raise_stale)
 
     async def fenced_delete(self, conn: Any, table: str, key: Dict[str, Any], raise_stale: bool = True,
                             resource: Optional[str] = None) -> int:
-        return int(await self._writes.fenced_delete(conn, table, self.require_live(resource), key,
-                                                    raise_stale))
+        return await self._write(self._writes.fenced_delete, conn, table, self.require_live(resource), key,
+                                 raise_stale)
 
     async def fenced_upsert(self, conn: Any, table: str, row: Dict[str, Any], raise_stale: bool = True,
                             resource: Optional[str] = None) -> int:
-        return int(await self._writes.fenced_upsert(conn, table, self.require_live(resource), row,
-                                                    raise_stale))
+        return await self._write(self._writes.fenced_upsert, conn, table, self.require_live(resource), row,
+                                 raise_stale)
 
     async def check(self, conn: Any, resource: Optional[str] = None) -> bool:
         return bool(await self._writes.check(conn, resource or self.resource, self.token_for(resource),

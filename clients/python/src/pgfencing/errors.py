@@ -10,12 +10,14 @@ import re
 from typing import Any, Dict, List, Optional, Tuple, Type
 
 __all__ = ["FencingError", "StaleTokenError", "TokenRequiredError", "LeaseLostError", "LeaseClosedError",
-           "TransactionInProgressError",
+           "LeaseTakenOverError", "TransactionInProgressError",
            "LeaseNotAcquiredError", "ExtensionTooOldError", "TransactionAbortedError",
            "parse_stale_detail", "translate", "typed_errors"]
 
 STALE_TOKEN = "TF001"
 TOKEN_REQUIRED = "TF002"
+TAKEN_OVER = "TF003"
+ADMIN_SHUTDOWN = "57P01"
 
 # TF001's DETAIL (src/pg/guard/guard.cpp):
 #   "<Key ...>: offered token N is below the high-water mark M."
@@ -105,9 +107,9 @@ class TokenRequiredError(FencingError):
 
 
 class LeaseLostError(FencingError):
-    """The lease is lost (a renewal was refused, or its safe time ran out):
-    the library refuses to write under its token. reason: 'refused' or
-    'expired'."""
+    """The lease is lost (a renewal was refused, its safe time ran out, or
+    another holder took it over): the library refuses to write under its
+    token. reason: 'refused', 'expired' or 'takeover'."""
 
     def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
                  resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None,
@@ -116,6 +118,20 @@ class LeaseLostError(FencingError):
         self.resource, self.token, self.reason = resource, token, reason
         self.resources = resources if resources is not None else ([] if resource is None else [resource])
         self.tokens = tokens if tokens is not None else ([] if token is None else [token])
+
+
+class LeaseTakenOverError(LeaseLostError):
+    """A write under the lease was cut off by a takeover: another holder's
+    fencing_acquire ended the backend (SQLSTATE TF003; or 57P01 once the
+    lease was already lost, CONTRACT.md section 4a). The write rolled back.
+    A LeaseLostError, so `except LeaseLostError` catches it; reason is
+    'takeover'; sqlstate the server's code; cause the driver's error."""
+
+    def __init__(self, message: str, resource: Optional[str] = None, token: Optional[int] = None,
+                 resources: Optional[List[str]] = None, tokens: Optional[List[int]] = None,
+                 sqlstate: Optional[str] = None) -> None:
+        super().__init__(message, resource, token, resources, tokens, "takeover")
+        self.sqlstate = sqlstate
 
 
 class LeaseClosedError(FencingError):

@@ -477,21 +477,37 @@ class Lease(LeaseBase):
         once the lease is lost (LeaseLostError) or closed (LeaseClosedError);
         the block is then rolled back."""
         token = self.require_live(resource)
-        with transaction(conn, token) as c:
-            yield c
-            self.require_live(resource)
+        try:
+            with transaction(conn, token) as c:
+                yield c
+                self.require_live(resource)
+        except psycopg.Error as e:
+            self._raise_taken_over(e, conn)
+            raise
+
+    def _raise_taken_over(self, e: psycopg.Error, conn: "psycopg.Connection[Any]") -> None:
+        taken = self.taken_over(e, conn.broken)
+        if taken is not None:
+            raise taken from e
+
+    def _write(self, fn: Callable[..., int], conn: "psycopg.Connection[Any]", *args: Any) -> int:
+        try:
+            return fn(conn, *args)
+        except psycopg.Error as e:
+            self._raise_taken_over(e, conn)
+            raise
 
     def fenced_update(self, conn: "psycopg.Connection[Any]", table: str, key: Dict[str, Any],
                       changes: Dict[str, Any], raise_stale: bool = True, resource: Optional[str] = None) -> int:
-        return fenced_update(conn, table, self.require_live(resource), key, changes, raise_stale)
+        return self._write(fenced_update, conn, table, self.require_live(resource), key, changes, raise_stale)
 
     def fenced_delete(self, conn: "psycopg.Connection[Any]", table: str, key: Dict[str, Any],
                       raise_stale: bool = True, resource: Optional[str] = None) -> int:
-        return fenced_delete(conn, table, self.require_live(resource), key, raise_stale)
+        return self._write(fenced_delete, conn, table, self.require_live(resource), key, raise_stale)
 
     def fenced_upsert(self, conn: "psycopg.Connection[Any]", table: str, row: Dict[str, Any],
                       raise_stale: bool = True, resource: Optional[str] = None) -> int:
-        return fenced_upsert(conn, table, self.require_live(resource), row, raise_stale)
+        return self._write(fenced_upsert, conn, table, self.require_live(resource), row, raise_stale)
 
     def check(self, conn: "Optional[psycopg.Connection[Any]]" = None, resource: Optional[str] = None) -> bool:
         """fencing_check() of this lease's token (on the lease's connection by default)."""

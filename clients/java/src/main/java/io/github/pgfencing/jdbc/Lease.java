@@ -256,29 +256,68 @@ public final class Lease implements AutoCloseable {
      * TransactionInProgressException.
      */
     public <T> T transaction(Connection c, SqlWork<T> work) throws SQLException {
-        requireLive();
-        return Fencing.withToken(c, token(), work, this::requireLive);
+        return transaction(c, null, work);
     }
 
     /** As transaction(c, work), under the token of one of the lease's resources. */
     public <T> T transaction(Connection c, String resource, SqlWork<T> work) throws SQLException {
         requireLive();
-        return Fencing.withToken(c, token(resource), work, this::requireLive);
+        long token = resource == null ? token() : token(resource);
+        try {
+            return Fencing.withToken(c, token, work, this::requireLive);
+        } catch (SQLException e) {
+            throw takenOver(e);
+        }
+    }
+
+    /**
+     * The LeaseTakenOverException for an exception that ended a write under this lease, else e
+     * (CONTRACT.md section 4a). TF003: the server says so; the lease is declared lost (TAKEOVER)
+     * unless it already was. 57P01 only once the lease is lost (deadline checked first): on a held
+     * lease it is a plain shutdown or pg_terminate_backend(), and the lease stays held.
+     */
+    SQLException takenOver(SQLException e) {
+        String code = null;
+        for (Throwable t = e; t != null && code == null; t = t.getCause()) {
+            if (t instanceof SQLException) {
+                String s = ((SQLException) t).getSQLState();
+                code = "TF003".equals(s) || "57P01".equals(s) ? s : null;
+            }
+        }
+        if ("TF003".equals(code))
+            markLost(LeaseLostException.Reason.TAKEOVER,
+                    "another holder's acquire took the lease over and ended a write under its token", e);
+        else if (code == null || state() != State.LOST)
+            return e;
+        return new LeaseTakenOverException("the lease on " + resources + " (tokens " + Arrays.toString(tokens)
+                + ") was taken over: the server ended the write (" + code + ")", code, resources, tokens, e);
     }
 
     public long fencedUpdate(Connection c, String table, String keyJson, String changesJson) throws SQLException {
         requireLive();
-        return Fencing.fencedUpdate(c, table, token(), keyJson, changesJson);
+        try {
+            return Fencing.fencedUpdate(c, table, token(), keyJson, changesJson);
+        } catch (SQLException e) {
+            throw takenOver(e);
+        }
     }
 
     public long fencedDelete(Connection c, String table, String keyJson) throws SQLException {
         requireLive();
-        return Fencing.fencedDelete(c, table, token(), keyJson);
+        try {
+            return Fencing.fencedDelete(c, table, token(), keyJson);
+        } catch (SQLException e) {
+            throw takenOver(e);
+        }
     }
 
     public long fencedUpsert(Connection c, String table, String rowJson) throws SQLException {
         requireLive();
-        return Fencing.fencedUpsert(c, table, token(), rowJson);
+        try {
+            return Fencing.fencedUpsert(c, table, token(), rowJson);
+        } catch (SQLException e) {
+            throw takenOver(e);
+        }
     }
 
     /** fencing_check() for this lease's token: still current on the server (a check, not a fence). */

@@ -4,18 +4,20 @@ import java.sql.SQLException;
 import java.util.List;
 
 /**
- * The lease is lost: the server refused a renewal (REFUSED), or no renewal was confirmed within
- * ttl - margin (EXPIRED), so it may have expired on the server. Writing under its token is
- * refused here; the server fences regardless, this fails fast. Not a LeaseClosedException.
+ * The lease is lost: the server refused a renewal (REFUSED), no renewal was confirmed within
+ * ttl - margin (EXPIRED), so it may have expired on the server, or another holder's acquire took
+ * it over and ended a write under its token (TAKEOVER, see LeaseTakenOverException). Writing
+ * under its token is refused here; the server fences regardless, this fails fast. Not a
+ * LeaseClosedException.
  */
-public final class LeaseLostException extends SQLException {
+public class LeaseLostException extends SQLException {
     private static final long serialVersionUID = 2L;
 
     /** Why the lease was declared lost. */
     public enum Reason {
-        REFUSED, EXPIRED;
+        REFUSED, EXPIRED, TAKEOVER;
 
-        /** "refused" or "expired", as the other libraries name it. */
+        /** "refused", "expired" or "takeover", as the other libraries name it. */
         @Override
         public String toString() { return name().toLowerCase(java.util.Locale.ROOT); }
     }
@@ -25,7 +27,12 @@ public final class LeaseLostException extends SQLException {
     private final Reason reason;
 
     public LeaseLostException(String message, List<String> resources, long[] tokens, Reason reason, Throwable cause) {
-        super(message, null, cause);
+        this(message, null, resources, tokens, reason, cause);
+    }
+
+    protected LeaseLostException(String message, String sqlState, List<String> resources, long[] tokens,
+            Reason reason, Throwable cause) {
+        super(message, sqlState, cause);
         this.resources = List.copyOf(resources);
         this.tokens = tokens.clone();
         this.reason = reason;

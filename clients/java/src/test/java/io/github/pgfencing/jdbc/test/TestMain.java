@@ -79,6 +79,7 @@ public final class TestMain {
         run("commit check", () -> testCommitCheck(admin));
         run("close during renewal", () -> testCloseDuringRenewal(admin));
         run("waited acquire", () -> testWaitedAcquire(admin));
+        run("takeover", () -> TakeoverTest.run(admin));
     }
 
     // ------------------------------------------------------------------ harness
@@ -99,7 +100,7 @@ public final class TestMain {
         }
     }
 
-    private static boolean ok(boolean pass, String name) {
+    static boolean ok(boolean pass, String name) {
         n++;
         if (!pass)
             failed++;
@@ -126,7 +127,7 @@ public final class TestMain {
         }
     }
 
-    private static Connection connect(Properties extra) throws SQLException {
+    static Connection connect(Properties extra) throws SQLException {
         Properties p = props();
         p.putAll(extra);
         return java.sql.DriverManager.getConnection(url, p);
@@ -138,11 +139,11 @@ public final class TestMain {
         return p;
     }
 
-    private static ConnectionSource source() {
+    static ConnectionSource source() {
         return ConnectionSource.of(url, props());
     }
 
-    private static void exec(Connection c, String sql, Object... args) throws SQLException {
+    static void exec(Connection c, String sql, Object... args) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             for (int i = 0; i < args.length; i++)
                 ps.setObject(i + 1, args[i]);
@@ -160,7 +161,7 @@ public final class TestMain {
         return null;
     }
 
-    private static String one(Connection c, String sql, Object... args) throws SQLException {
+    static String one(Connection c, String sql, Object... args) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(sql)) {
             for (int i = 0; i < args.length; i++)
                 ps.setObject(i + 1, args[i]);
