@@ -122,8 +122,10 @@ BEGIN
     END LOOP;
 END $$;
 REPACK;
--- Every table of the extension and the fenced table hold what they held.
-SELECT b.relname, b.n, a.n IS NOT DISTINCT FROM b.n AND a.digest = b.digest AS unchanged
+-- Every table of the extension and the fenced table hold what they held
+-- (the extension's row counts depend on the tests run before this one).
+SELECT b.relname, CASE WHEN b.relname = 'wp_row' THEN b.n END AS n,
+       a.n IS NOT DISTINCT FROM b.n AND a.digest = b.digest AS unchanged
   FROM wp_before b LEFT JOIN wp_state() a USING (relname) ORDER BY b.relname;
 SELECT count(*) AS guards_out_of_order FROM fencing_verify_guards();
 SELECT count(*) AS tombstones FROM fencing.row_tombstone WHERE relid = 'wp_row'::regclass;
