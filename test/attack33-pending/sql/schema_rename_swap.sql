@@ -1,0 +1,29 @@
+-- A schema swap (build the new table in a staging schema, DROP SCHEMA old
+-- CASCADE, ALTER SCHEMA staging RENAME TO old) moves a table into the dropped
+-- fenced table's name without CREATE TABLE, ALTER TABLE RENAME or SET SCHEMA:
+-- the kept state must be adopted (or the rename refused), never left to
+-- vanish at COMMIT. fence_held is true when either happened.
+\set VERBOSITY terse
+SET client_min_messages = error;
+\ir test/lib/sql_try.sql
+
+CREATE SCHEMA app;
+CREATE TABLE app.t (id int PRIMARY KEY, v text, tok fencing_token);
+INSERT INTO app.t VALUES (1, 'one', 10), (2, 'two', 20);
+BEGIN; SET LOCAL fencing.token = 30; DELETE FROM app.t WHERE id = 1; COMMIT;
+SELECT fencing_high_water('app.t', '{"id": 1}') AS tombstone_before;
+
+BEGIN;
+CREATE SCHEMA app_new;
+CREATE TABLE app_new.t (id int PRIMARY KEY, v text, tok fencing_token);
+INSERT INTO app_new.t SELECT * FROM app.t;
+SELECT pg_temp.try('DROP SCHEMA app CASCADE; ALTER SCHEMA app_new RENAME TO app') AS swap;
+COMMIT;
+
+-- A stale writer (token 12 < tombstone 30) brings the deleted key back.
+SELECT pg_temp.try($$SET LOCAL fencing.token = 12; INSERT INTO app.t VALUES (1, 'stale', 12)$$) AS stale_insert
+\gset
+SELECT fencing_high_water('app.t', '{"id": 1}') AS tombstone_after,
+       :'stale_insert' <> 'ok' AS fence_held;
+DROP SCHEMA app CASCADE;
+DROP SCHEMA IF EXISTS app_new CASCADE;
