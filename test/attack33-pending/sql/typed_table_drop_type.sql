@@ -6,7 +6,7 @@
 \set VERBOSITY terse
 SET client_min_messages = error;
 \ir test/lib/sql_try.sql
-\ir test/attack33-pending/sql/carry_helpers.sql
+\ir test/lib/carry_helpers.sql
 
 CREATE TYPE tt_row AS (id int, v text, tok fencing_token);
 CREATE TABLE tt OF tt_row (PRIMARY KEY (id));

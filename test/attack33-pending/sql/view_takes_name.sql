@@ -7,7 +7,7 @@
 \set VERBOSITY terse
 SET client_min_messages = error;
 \ir test/lib/sql_try.sql
-\ir test/attack33-pending/sql/carry_helpers.sql
+\ir test/lib/carry_helpers.sql
 
 CREATE TABLE vt (id int PRIMARY KEY, v text, tok fencing_token);
 INSERT INTO vt VALUES (1, 'one', 10), (2, 'two', 20);

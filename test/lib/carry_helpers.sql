@@ -1,4 +1,5 @@
--- Helpers of the pending SQL files (included, not a test).
+-- Helpers of the carry tests (sql/schema_rename_swap.sql, the files of
+-- test/attack33-pending), included with \ir from the checkout's root.
 -- pg_temp.copy_then(t, copy, swap): copies t (id, v, tok) into a new table
 -- copy, then runs swap; 'ok' or the SQLSTATE it raised (the copy stays).
 CREATE FUNCTION pg_temp.copy_then(t text, copy text, swap text) RETURNS text LANGUAGE plpgsql AS $$

@@ -1,12 +1,13 @@
 -- A schema swap (build the new table in a staging schema, DROP SCHEMA old
 -- CASCADE, ALTER SCHEMA staging RENAME TO old) moves a table into the dropped
 -- fenced table's name without CREATE TABLE, ALTER TABLE RENAME or SET SCHEMA:
--- the kept state must be adopted (or the rename refused), never left to
--- vanish at COMMIT. fence_held is true when either happened.
+-- each table of the renamed schema adopts the kept state of its name (it
+-- vanished at COMMIT before: a stale INSERT at 12 below the tombstone at 30
+-- was accepted). fence_held is true when the state followed.
 \set VERBOSITY terse
 SET client_min_messages = error;
 \ir test/lib/sql_try.sql
-\ir test/attack33-pending/sql/carry_helpers.sql
+\ir test/lib/carry_helpers.sql
 
 CREATE SCHEMA app;
 CREATE TABLE app.t (id int PRIMARY KEY, v text, tok fencing_token);
