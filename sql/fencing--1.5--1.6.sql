@@ -67,7 +67,7 @@ $$;
 -- Why target cannot take state written under policy p for a table whose
 -- token column type, resource column type and key signature were these, or
 -- NULL when it can. The key must match when tombstones come along (they are
--- keyed by its encoding) or the scope is row.
+-- keyed by its encoding) or the scope is row and the source had a key.
 CREATE FUNCTION fencing.state_misfit(target pg_catalog.oid, p fencing.protected,
         token_type pg_catalog.text, resource_type pg_catalog.text,
         key_signature pg_catalog.text[], has_tombstones pg_catalog.bool)
@@ -82,7 +82,10 @@ BEGIN
        AND fencing.column_type(target, p.resource_column) IS DISTINCT FROM resource_type THEN
         RETURN pg_catalog.format('it has no resource column %I of type %s', p.resource_column, resource_type);
     END IF;
-    IF (has_tombstones OR p.scope OPERATOR(pg_catalog.=) 'row')
+    -- A dropped row-scope table whose primary key was dropped first (Alembic's
+    -- batch recreate of a table without tombstones) signed nothing: any key.
+    IF (has_tombstones OR (p.scope OPERATOR(pg_catalog.=) 'row'
+                           AND COALESCE(pg_catalog.cardinality(key_signature), 0) OPERATOR(pg_catalog.>) 0))
        AND target_key IS DISTINCT FROM key_signature THEN
         RETURN pg_catalog.format('its primary key (%s) is not (%s), which keys the tombstones',
                                  pg_catalog.array_to_string(target_key, ', '),
@@ -385,7 +388,8 @@ BEGIN
 END $$;
 REVOKE ALL ON FUNCTION fencing.keep_dropped_state(pg_catalog.oid, pg_catalog.bool) FROM PUBLIC;
 
--- After CREATE TABLE, ALTER TABLE ... RENAME / SET SCHEMA (any ALTER): a
+-- After CREATE TABLE, ALTER TABLE ... RENAME / SET SCHEMA (any ALTER), ALTER
+-- SCHEMA ... RENAME (each table of the schema): a
 -- table that takes the name of a fenced table dropped by this transaction
 -- takes its kept state, or is refused.
 -- Raises 40001 when rel lacks a row (or a row's token) that the fenced table
@@ -455,8 +459,8 @@ BEGIN
        AND NOT EXISTS (SELECT 1 FROM fencing.held_key) THEN
         RETURN;
     END IF;
-    FOR cmd IN SELECT DISTINCT c.objid FROM pg_catalog.pg_event_trigger_ddl_commands() c
-               WHERE c.object_type OPERATOR(pg_catalog.=) 'table'
+    FOR cmd IN SELECT DISTINCT COALESCE(r.oid, c.objid) AS objid FROM pg_catalog.pg_event_trigger_ddl_commands() c LEFT JOIN pg_catalog.pg_class r ON c.command_tag OPERATOR(pg_catalog.=) 'ALTER SCHEMA' AND r.relnamespace OPERATOR(pg_catalog.=) c.objid AND r.relkind IN ('r', 'p')
+               WHERE c.object_type OPERATOR(pg_catalog.=) 'table' OR r.oid IS NOT NULL
     LOOP
         PERFORM fencing.follow_held_key(cmd.objid);
         PERFORM fencing.adopt_dropped_state(cmd.objid);
@@ -465,8 +469,11 @@ END $$;
 REVOKE ALL ON FUNCTION fencing.on_ddl_adopt_dropped() FROM PUBLIC;
 -- Named to fire after auto-protection (fencing_ddl_command_end*); ALWAYS:
 -- a restore in replica mode (pg_restore --clean) drops and re-creates too.
+-- ALTER SCHEMA: a schema swap (DROP SCHEMA app CASCADE, ALTER SCHEMA
+-- app_new RENAME TO app) moves every table of the schema into its name.
 CREATE EVENT TRIGGER fencing_zz_adopt_dropped ON ddl_command_end
-    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'CREATE SCHEMA')
+    WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'CREATE SCHEMA',
+                 'ALTER SCHEMA')
     EXECUTE FUNCTION fencing.on_ddl_adopt_dropped();
 ALTER EVENT TRIGGER fencing_zz_adopt_dropped ENABLE ALWAYS;
 
