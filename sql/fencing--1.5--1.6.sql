@@ -465,6 +465,28 @@ BEGIN
         PERFORM fencing.follow_held_key(cmd.objid);
         PERFORM fencing.adopt_dropped_state(cmd.objid);
     END LOOP;
+    -- A view, materialized view or foreign table cannot take the state: one
+    -- taking the name would let it vanish at COMMIT, and writes through a
+    -- view over the copy go unfenced.
+    FOR cmd IN SELECT DISTINCT c.objid, c.object_identity FROM pg_catalog.pg_event_trigger_ddl_commands() c
+                 JOIN pg_catalog.pg_class r ON r.oid OPERATOR(pg_catalog.=) c.objid
+                 JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) r.relnamespace
+                 JOIN fencing.dropped_state s
+                   ON s.table_name OPERATOR(pg_catalog.=) pg_catalog.format('%I.%I', n.nspname, r.relname)
+                  AND s.dropped_xid OPERATOR(pg_catalog.=) pg_catalog.pg_current_xact_id_if_assigned()
+                WHERE r.relkind IN ('v', 'm', 'f')
+    LOOP
+        RAISE EXCEPTION '% takes the name of a fenced table this transaction dropped, but cannot take its fencing state',
+                cmd.object_identity
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Only a table can take a dropped fenced table''s policy, tombstones and '
+                           'high-water marks; they would be lost when the transaction ends, and '
+                           'writes through a view over a copy would go unfenced.',
+                  HINT = pg_catalog.format('Hand the state to the table that holds the rows first '
+                         '(fencing_transfer_state(), before the DROP), or, to start afresh, '
+                         'SELECT fencing_forget_dropped(%L) (logged in fencing.reset_log).',
+                         cmd.object_identity);
+    END LOOP;
 END $$;
 REVOKE ALL ON FUNCTION fencing.on_ddl_adopt_dropped() FROM PUBLIC;
 -- Named to fire after auto-protection (fencing_ddl_command_end*); ALWAYS:
@@ -473,9 +495,19 @@ REVOKE ALL ON FUNCTION fencing.on_ddl_adopt_dropped() FROM PUBLIC;
 -- app_new RENAME TO app) moves every table of the schema into its name.
 CREATE EVENT TRIGGER fencing_zz_adopt_dropped ON ddl_command_end
     WHEN TAG IN ('CREATE TABLE', 'ALTER TABLE', 'CREATE TABLE AS', 'SELECT INTO', 'CREATE SCHEMA',
-                 'ALTER SCHEMA')
+                 'ALTER SCHEMA', 'CREATE VIEW', 'ALTER VIEW', 'CREATE MATERIALIZED VIEW',
+                 'ALTER MATERIALIZED VIEW', 'CREATE FOREIGN TABLE', 'ALTER FOREIGN TABLE')
     EXECUTE FUNCTION fencing.on_ddl_adopt_dropped();
 ALTER EVENT TRIGGER fencing_zz_adopt_dropped ENABLE ALWAYS;
+
+-- DROP TYPE ... CASCADE of a typed table's type drops the table too: it
+-- keeps its state for a table that takes its name, as DROP TABLE does
+-- (fencing_ddl_check_drop, re-created with the tag).
+DROP EVENT TRIGGER fencing_ddl_check_drop;
+CREATE EVENT TRIGGER fencing_ddl_check_drop ON ddl_command_start
+    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE')
+    EXECUTE FUNCTION fencing.ddl_check_start();
+ALTER EVENT TRIGGER fencing_ddl_check_drop ENABLE ALWAYS;
 
 CREATE VIEW @extschema@.fencing_dropped_state AS
     SELECT d.table_name, d.policy OPERATOR(pg_catalog.->>) 'scope' AS scope, d.policy,

@@ -864,7 +864,7 @@ using namespace fencing::pg;
 
 // The ddl_command_start event triggers: ALTER TABLE, ALTER TYPE
 // (fencing_ddl_check_start), CREATE TABLE (fencing_ddl_check_create), and
-// DROP TABLE, DROP SCHEMA, DROP OWNED (fencing_ddl_check_drop).
+// DROP TABLE, DROP SCHEMA, DROP OWNED, DROP TYPE (fencing_ddl_check_drop).
 FENCING_FUNCTION(fencing_ddl_check_start) {
     if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),

@@ -25,6 +25,7 @@ extern "C" {
 #include "miscadmin.h"
 #include "nodes/makefuncs.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/fmgroids.h"
@@ -88,6 +89,14 @@ List *DroppedTables(Node *tree) {
                                              NoLock, true);
                 if (OidIsValid(relid) && MayDrop(relid))
                     tops = lappend_oid(tops, relid);
+            } else if (stmt->removeType == OBJECT_TYPE && stmt->behavior == DROP_CASCADE) {
+                // A typed table (CREATE TABLE ... OF type) goes with its type.
+                Oid type = LookupTypeNameOid(nullptr, castNode(TypeName, lfirst(lc)), true);
+                ListCell *t;
+                if (OidIsValid(type))
+                    foreach (t, TablesWhere(Anum_pg_class_reloftype, type))
+                        if (MayDrop(lfirst_oid(t)))
+                            tops = lappend_oid(tops, lfirst_oid(t));
             } else if (stmt->removeType == OBJECT_SCHEMA) {
                 Oid nsp = get_namespace_oid(strVal(lfirst(lc)), true);
                 if (OidIsValid(nsp) && OwnsNamespace(nsp, GetUserId()))

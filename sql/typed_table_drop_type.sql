@@ -1,8 +1,9 @@
 -- A typed fenced table (CREATE TABLE t OF type) dropped by DROP TYPE ...
 -- CASCADE, then replaced in the same transaction by a copy renamed to t: a
--- DROP TABLE there keeps the state for the copy; DROP TYPE CASCADE drops the
--- table without keeping it, so the tombstone is gone and a stale write is
--- accepted. fence_held is true when the state was kept or the step refused.
+-- DROP TABLE there keeps the state for the copy, and so does DROP TYPE
+-- CASCADE (it dropped the table without keeping it: the tombstone gone, a
+-- stale write accepted). fence_held is true when the state was kept or the
+-- step refused.
 \set VERBOSITY terse
 SET client_min_messages = error;
 \ir test/lib/sql_try.sql
