@@ -125,10 +125,8 @@ ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring i
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
     migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18
     pg17 pg19 upgrade-18-19 extension-path deb-chroots)
-# Suites run only when named (make test SUITES="upgrade-18-19 extension-path"):
-# two more builds each in the sid chroot, which do not fit make test's time
-# budget with pg17 and pg19 in it.
-BY_NAME_ONLY=(upgrade-18-19 extension-path)
+# Suites run only when named (make test SUITES="..."): none at present.
+BY_NAME_ONLY=()
 # Suites that need nothing built or installed here (unit and fuzz build their own
 # binaries; deb builds its package from a clean copy).
 STANDALONE=(meta deb unit fuzz pg15-assert pg18-assert upgrade-15-18 pg17 pg19 upgrade-18-19 extension-path
