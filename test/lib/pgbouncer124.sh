@@ -10,7 +10,8 @@
 #
 # MODE is the pool_mode (default transaction), POOL_SIZE the server
 # connections per pool (default 1). Every database name maps to the same name
-# on the server (a "*" entry), with max_prepared_statements = 200 and
+# on the server (a "*" entry), or PGBOUNCER124_DATABASES="ALIAS:DBNAME ..."
+# names the pools (each its own pool on DBNAME); with max_prepared_statements = 200 and
 # auth_type = trust for the users postgres and app, as the host's 1.18 runs.
 # It runs in the foreground of a background chroot.sh, as the host's postgres
 # user (the chroot's has another uid), its pidfile, log and config in DIR
@@ -39,9 +40,16 @@ available)
 start)
     dir=${2:?DIR} port=${3:?PORT} server=${4:?SERVER_PORT} mode=${5:-transaction} size=${6:-1}
     mkdir -p "$dir"
+    dbs="* = host=127.0.0.1 port=$server"
+    if [ -n "${PGBOUNCER124_DATABASES:-}" ]; then
+        dbs=
+        for d in $PGBOUNCER124_DATABASES; do
+            dbs+="${d%%:*} = host=127.0.0.1 port=$server dbname=${d#*:}"$'\n'
+        done
+    fi
     cat >"$dir/pgbouncer.ini" <<INI
 [databases]
-* = host=127.0.0.1 port=$server
+$dbs
 
 [pgbouncer]
 listen_addr = 127.0.0.1
