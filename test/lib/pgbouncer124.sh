@@ -11,7 +11,8 @@
 # MODE is the pool_mode (default transaction), POOL_SIZE the server
 # connections per pool (default 1). Every database name maps to the same name
 # on the server (a "*" entry), or PGBOUNCER124_DATABASES="ALIAS:DBNAME ..."
-# names the pools (each its own pool on DBNAME); with max_prepared_statements = 200 and
+# names the pools (each its own pool on DBNAME); max_prepared_statements = 200
+# (PGBOUNCER124_MAX_PREPARED=0: not tracked, as before 1.21) and
 # auth_type = trust for the users postgres and app, as the host's 1.18 runs.
 # It runs in the foreground of a background chroot.sh, as the host's postgres
 # user (the chroot's has another uid), its pidfile, log and config in DIR
@@ -61,7 +62,7 @@ auth_file = $dir/users.txt
 pool_mode = $mode
 default_pool_size = $size
 max_client_conn = 200
-max_prepared_statements = 200
+max_prepared_statements = ${PGBOUNCER124_MAX_PREPARED:-200}
 server_check_delay = 0
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
