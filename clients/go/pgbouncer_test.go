@@ -26,6 +26,21 @@ func TestBehindPgBouncer(t *testing.T) {
 	if port == "" {
 		t.Skip("no PgBouncer (test.sh starts one when /usr/sbin/pgbouncer exists)")
 	}
+	behindPgBouncer(t, port, " default_query_exec_mode=exec")
+}
+
+// The same behind PgBouncer 1.24 with max_prepared_statements (test.sh
+// starts it from the trixie chroot, FENCING_GO_PGBOUNCER124_PORT), the pool
+// in pgx's default mode: named statements from its statement cache.
+func TestBehindPgBouncer124(t *testing.T) {
+	port := os.Getenv("FENCING_GO_PGBOUNCER124_PORT")
+	if port == "" {
+		t.Skip("no PgBouncer 1.24 (test.sh starts one from the trixie chroot as root)")
+	}
+	behindPgBouncer(t, port, "")
+}
+
+func behindPgBouncer(t *testing.T, port, mode string) {
 	c := connect(t)
 	table(t, c, "go_bouncer")
 	run(t, c, "INSERT INTO go_bouncer SELECT g, 0, 1 FROM generate_series(2, 3) g")
@@ -33,7 +48,7 @@ func TestBehindPgBouncer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcfg, err := pgxpool.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%s pool_max_conns=3 default_query_exec_mode=exec", port))
+	pcfg, err := pgxpool.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%s pool_max_conns=3%s", port, mode))
 	if err != nil {
 		t.Fatal(err)
 	}
