@@ -73,32 +73,15 @@ if [ "$(id -u)" = 0 ]; then PG_RUN="runuser -u postgres --"; else PG_RUN=; fi
 $PG_RUN "$(pg_config --bindir)/pg_ctl" -D "$FENCING_CLUSTER_DIR/data" -l "$FENCING_CLUSTER_DIR/server.log" -w restart >/dev/null
 PGB=$FENCING_CLUSTER_DIR/pgbouncer
 PGB_PORT=${CLIENT_NODE_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
-if command -v pgbouncer >/dev/null; then
-    mkdir -p "$PGB"
-    cat >"$PGB/pgbouncer.ini" <<INI
-[databases]
-pgb_lib = host=127.0.0.1 port=$FENCING_PGPORT dbname=postgres
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = $PGB_PORT
-unix_socket_dir =
-auth_type = trust
-auth_file = $PGB/users.txt
-pool_mode = transaction
-default_pool_size = 2
-max_client_conn = 50
-logfile = $PGB/pgbouncer.log
-pidfile = $PGB/pgbouncer.pid
-INI
-    echo '"postgres" ""' >"$PGB/users.txt"
-    [ "$(id -u)" = 0 ] && chown -R postgres "$PGB"
-    $PG_RUN pgbouncer -d "$PGB/pgbouncer.ini" && sleep 1
+export PGBOUNCER124_DATABASES=pgb_lib:postgres
+if command -v pgbouncer >/dev/null &&
+    "$REPO/test/lib/pgbouncer124.sh" start-host "$PGB" "$PGB_PORT" "$FENCING_PGPORT" transaction 2; then
     step "pooler.js (PgBouncer 1.18)" node test/pooler.js "$PGB_PORT" pgb_lib "pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2)"
-    kill "$(cat "$PGB/pgbouncer.pid")" 2>/dev/null
+    "$REPO/test/lib/pgbouncer124.sh" stop "$PGB"
 fi
 if "$REPO/test/lib/pgbouncer124.sh" available; then
     trap '"$REPO/test/lib/pgbouncer124.sh" stop "$PGB"124; cleanup' EXIT
-    PGBOUNCER124_DATABASES=pgb_lib:postgres "$REPO/test/lib/pgbouncer124.sh" start "$PGB"124 $((PGB_PORT + 1)) "$FENCING_PGPORT" transaction 2 &&
+    "$REPO/test/lib/pgbouncer124.sh" start "$PGB"124 $((PGB_PORT + 1)) "$FENCING_PGPORT" transaction 2 &&
         step "pooler.js (PgBouncer 1.24)" node test/pooler.js $((PGB_PORT + 1)) pgb_lib "pgbouncer 1.24"
     "$REPO/test/lib/pgbouncer124.sh" stop "$PGB"124
 fi

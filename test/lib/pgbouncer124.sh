@@ -5,6 +5,9 @@
 # reaches the scratch cluster on 127.0.0.1:SERVER_PORT.
 #
 #   test/lib/pgbouncer124.sh start DIR PORT SERVER_PORT [MODE [POOL_SIZE]]
+#   test/lib/pgbouncer124.sh start-host DIR PORT SERVER_PORT [MODE [POOL_SIZE]]
+#                            the same configuration with the host's PgBouncer
+#                            (Debian 12: 1.18), without max_prepared_statements
 #   test/lib/pgbouncer124.sh stop DIR
 #   test/lib/pgbouncer124.sh available    exit 0 when it can run here
 #
@@ -38,7 +41,7 @@ case ${1:-} in
 available)
     [ "$(id -u)" = 0 ] && root=$("$CHROOT" trixie --path 2>/dev/null) && [ -x "$root/usr/sbin/pgbouncer" ]
     ;;
-start)
+start | start-host)
     dir=${2:?DIR} port=${3:?PORT} server=${4:?SERVER_PORT} mode=${5:-transaction} size=${6:-1}
     mkdir -p "$dir"
     dbs="* = host=127.0.0.1 port=$server"
@@ -62,7 +65,7 @@ auth_file = $dir/users.txt
 pool_mode = $mode
 default_pool_size = $size
 max_client_conn = 200
-max_prepared_statements = ${PGBOUNCER124_MAX_PREPARED:-200}
+$([ "$1" = start ] && echo "max_prepared_statements = ${PGBOUNCER124_MAX_PREPARED:-200}")
 server_check_delay = 0
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
@@ -70,7 +73,12 @@ pidfile = $dir/pgbouncer.pid
 INI
     printf '"postgres" ""\n"app" ""\n' >"$dir/users.txt"
     rm -f "$dir/pgbouncer.pid"
-    chown -R postgres "$dir"
+    [ "$(id -u)" != 0 ] || chown -R postgres "$dir"
+    if [ "$1" = start-host ]; then
+        if [ "$(id -u)" = 0 ]; then runuser -u postgres -- pgbouncer -d "$dir/pgbouncer.ini"; else pgbouncer -d "$dir/pgbouncer.ini"; fi
+        wait_port "$port" UP 30
+        exit
+    fi
     FENCING_CHROOT_BIND="$dir:$dir" setsid "$CHROOT" trixie -- \
         setpriv --reuid="$(id -u postgres)" --regid="$(id -g postgres)" --clear-groups \
         /usr/sbin/pgbouncer "$dir/pgbouncer.ini" >"$dir/stdout" 2>&1 </dev/null &
@@ -84,12 +92,14 @@ stop)
     dir=${2:?DIR}
     [ -f "$dir/pgbouncer.ini" ] || exit 0
     port=$(sed -n 's/^listen_port = //p' "$dir/pgbouncer.ini")
-    # From 1.23 SIGTERM waits for every client; SIGQUIT is the immediate stop.
-    [ -f "$dir/pgbouncer.pid" ] && kill -QUIT "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true
+    # From 1.23 SIGTERM waits for every client; SIGQUIT is the immediate stop
+    # (before 1.23, SIGTERM).
+    grep -q '^max_prepared' "$dir/pgbouncer.ini" || sig=TERM
+    [ -f "$dir/pgbouncer.pid" ] && kill -"${sig:-QUIT}" "$(cat "$dir/pgbouncer.pid")" 2>/dev/null || true
     wait_port "$port" DOWN 30 || true
     ;;
 *)
-    echo "usage: $0 start DIR PORT SERVER_PORT [MODE [POOL_SIZE]] | stop DIR | available" >&2
+    echo "usage: $0 start|start-host DIR PORT SERVER_PORT [MODE [POOL_SIZE]] | stop DIR | available" >&2
     exit 2
     ;;
 esac
