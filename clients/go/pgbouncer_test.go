@@ -20,7 +20,8 @@ import (
 // names its port in FENCING_GO_PGBOUNCER_PORT): three leases renew on their
 // own connections (the library's QueryExecModeExec) while three workers write
 // through a pool in QueryExecModeExec; no lease is lost, every write
-// commits, and no session state stays on the server connection.
+// commits, no session state stays on the server connection, and a stale
+// write through the pool is a *StaleTokenError.
 func TestBehindPgBouncer(t *testing.T) {
 	port := os.Getenv("FENCING_GO_PGBOUNCER_PORT")
 	if port == "" {
@@ -111,6 +112,27 @@ func behindPgBouncer(t *testing.T, port, mode string) {
 	}
 	if token != nil && *token != "" {
 		t.Errorf("fencing.token %q left on the server connection", *token)
+	}
+	// A write through the pooler under a lease whose token is below the row's
+	// HWM: *StaleTokenError with the offered token and the HWM.
+	l, err := fencing.Acquire(ctx(t), cfg, resource(t), fencing.LeaseOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := fencing.WithToken(ctx(t), c, l.Token()+1000, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx(t), "UPDATE go_bouncer SET qty = 0 WHERE id = 3")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = l.BeginFunc(ctx(t), pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx(t), "UPDATE go_bouncer SET qty = -1 WHERE id = 3")
+		return err
+	})
+	var stale *fencing.StaleTokenError
+	if !errors.As(err, &stale) || stale.Offered != l.Token() || stale.HWM != l.Token()+1000 || stale.TableName != "go_bouncer" {
+		t.Errorf("stale write through the pooler: %v", err)
 	}
 	t.Logf("writes %v", writes)
 }
