@@ -20,12 +20,28 @@ import (
 // names its port in FENCING_GO_PGBOUNCER_PORT): three leases renew on their
 // own connections (the library's QueryExecModeExec) while three workers write
 // through a pool in QueryExecModeExec; no lease is lost, every write
-// commits, and no session state stays on the server connection.
+// commits, no session state stays on the server connection, and a stale
+// write through the pool is a *StaleTokenError.
 func TestBehindPgBouncer(t *testing.T) {
 	port := os.Getenv("FENCING_GO_PGBOUNCER_PORT")
 	if port == "" {
 		t.Skip("no PgBouncer (test.sh starts one when /usr/sbin/pgbouncer exists)")
 	}
+	behindPgBouncer(t, port, " default_query_exec_mode=exec")
+}
+
+// The same behind PgBouncer 1.24 with max_prepared_statements (test.sh
+// starts it from the trixie chroot, FENCING_GO_PGBOUNCER124_PORT), the pool
+// in pgx's default mode: named statements from its statement cache.
+func TestBehindPgBouncer124(t *testing.T) {
+	port := os.Getenv("FENCING_GO_PGBOUNCER124_PORT")
+	if port == "" {
+		t.Skip("no PgBouncer 1.24 (test.sh starts one from the trixie chroot as root)")
+	}
+	behindPgBouncer(t, port, "")
+}
+
+func behindPgBouncer(t *testing.T, port, mode string) {
 	c := connect(t)
 	table(t, c, "go_bouncer")
 	run(t, c, "INSERT INTO go_bouncer SELECT g, 0, 1 FROM generate_series(2, 3) g")
@@ -33,7 +49,7 @@ func TestBehindPgBouncer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pcfg, err := pgxpool.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%s pool_max_conns=3 default_query_exec_mode=exec", port))
+	pcfg, err := pgxpool.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%s pool_max_conns=3%s", port, mode))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +112,27 @@ func TestBehindPgBouncer(t *testing.T) {
 	}
 	if token != nil && *token != "" {
 		t.Errorf("fencing.token %q left on the server connection", *token)
+	}
+	// A write through the pooler under a lease whose token is below the row's
+	// HWM: *StaleTokenError with the offered token and the HWM.
+	l, err := fencing.Acquire(ctx(t), cfg, resource(t), fencing.LeaseOptions{TTL: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := fencing.WithToken(ctx(t), c, l.Token()+1000, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx(t), "UPDATE go_bouncer SET qty = 0 WHERE id = 3")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	err = l.BeginFunc(ctx(t), pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx(t), "UPDATE go_bouncer SET qty = -1 WHERE id = 3")
+		return err
+	})
+	var stale *fencing.StaleTokenError
+	if !errors.As(err, &stale) || stale.Offered != l.Token() || stale.HWM != l.Token()+1000 || stale.TableName != "go_bouncer" {
+		t.Errorf("stale write through the pooler: %v", err)
 	}
 	t.Logf("writes %v", writes)
 }

@@ -7,6 +7,9 @@
 # directory. Prints TAP-like lines: "ok N - go vet", one per go test test
 # and subtest ("--- PASS"/"--- FAIL"), and a last check that go test passed.
 #
+# Behind Debian 12's PgBouncer 1.18 (port + 1) and, as root, Debian 13's 1.24
+# from the trixie chroot (port + 2, test/lib/pgbouncer124.sh): the pooler tests.
+#
 #   CLIENT_GO_PGPORT   the scratch cluster's port (default 55447)
 set -uo pipefail
 cd "$(dirname "$0")"
@@ -70,6 +73,15 @@ INI
     check "PgBouncer $(/usr/sbin/pgbouncer --version | head -1 | cut -d' ' -f2) in transaction mode" $?
     trap 'kill "$(cat "$BDIR/pgbouncer.pid" 2>/dev/null)" 2>/dev/null; "$ROOT/test/cluster.sh" stop' EXIT
     export FENCING_GO_PGBOUNCER_PORT=$((PORT + 1))
+fi
+
+# PgBouncer 1.24 (Debian 13, max_prepared_statements) from the trixie chroot, the same way.
+if "$ROOT/test/lib/pgbouncer124.sh" available; then
+    B124=$FENCING_CLUSTER_DIR/pgbouncer124
+    PGBOUNCER124_DATABASES=gotest:gotest "$ROOT/test/lib/pgbouncer124.sh" start "$B124" $((PORT + 2)) "$PORT"
+    check "PgBouncer 1.24 in transaction mode (trixie chroot)" $?
+    trap 'kill "$(cat "${BDIR:-/nonexistent}/pgbouncer.pid" 2>/dev/null)" 2>/dev/null; "$ROOT/test/lib/pgbouncer124.sh" stop "$B124"; "$ROOT/test/cluster.sh" stop' EXIT
+    export FENCING_GO_PGBOUNCER124_PORT=$((PORT + 2))
 fi
 
 log=$ROOT/build/test-logs/client-go-gotest.log

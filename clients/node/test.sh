@@ -10,7 +10,12 @@
 #   npm pack          the tarball installed into an empty project, example.js run
 # as one stream of TAP lines ("ok N - ..."). Stops and removes the cluster on exit.
 #
+#   test/pooler.js    the lease path behind PgBouncer 1.18 and 1.24 (trixie
+#                     chroot, as root) in transaction pooling, library preloaded
+#
 #   CLIENT_NODE_PGPORT   the scratch cluster's port (default 55445)
+#   CLIENT_NODE_PGBOUNCER_PORT   PgBouncer 1.18's port (default the cluster's
+#                        port + 1); 1.24 listens on the next one
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
@@ -60,6 +65,26 @@ psql -X -q -v ON_ERROR_STOP=1 -d sql14 -c "CREATE EXTENSION fencing VERSION '1.4
 step run.js node test/run.js
 step "run.js (SQL 1.4)" env PGDATABASE=sql14 TEST_LABEL="[SQL 1.4]" node test/run.js
 step drivers.js node test/drivers.js
+
+# Behind Debian 12's PgBouncer 1.18 and (as root) Debian 13's 1.24 from the
+# trixie chroot, transaction pooling, the library preloaded (TF003 on takeover).
+psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'fencing'" >/dev/null
+if [ "$(id -u)" = 0 ]; then PG_RUN="runuser -u postgres --"; else PG_RUN=; fi
+$PG_RUN "$(pg_config --bindir)/pg_ctl" -D "$FENCING_CLUSTER_DIR/data" -l "$FENCING_CLUSTER_DIR/server.log" -w restart >/dev/null
+PGB=$FENCING_CLUSTER_DIR/pgbouncer
+PGB_PORT=${CLIENT_NODE_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
+export PGBOUNCER124_DATABASES=pgb_lib:postgres
+if command -v pgbouncer >/dev/null &&
+    "$REPO/test/lib/pgbouncer124.sh" start-host "$PGB" "$PGB_PORT" "$FENCING_PGPORT" transaction 2; then
+    step "pooler.js (PgBouncer 1.18)" node test/pooler.js "$PGB_PORT" pgb_lib "pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2)"
+    "$REPO/test/lib/pgbouncer124.sh" stop "$PGB"
+fi
+if "$REPO/test/lib/pgbouncer124.sh" available; then
+    trap '"$REPO/test/lib/pgbouncer124.sh" stop "$PGB"124; cleanup' EXIT
+    "$REPO/test/lib/pgbouncer124.sh" start "$PGB"124 $((PGB_PORT + 1)) "$FENCING_PGPORT" transaction 2 &&
+        step "pooler.js (PgBouncer 1.24)" node test/pooler.js $((PGB_PORT + 1)) pgb_lib "pgbouncer 1.24"
+    "$REPO/test/lib/pgbouncer124.sh" stop "$PGB"124
+fi
 types() {
     npx --no-install tsc -p tsconfig.json || { echo "not ok 1 - index.d.ts: tsc --strict rejects test/types.ts"; return 1; }
     echo "ok 1 - index.d.ts: test/types.ts, written against the API (pg.Client and pg.Pool's PoolClient), type-checks with tsc --strict"

@@ -9,10 +9,17 @@
 #      CLIENT_PYTHON_PGPORT, default 55440, in a private directory) with the
 #      installed extension (make install first);
 #   4. runs tests/run_tests.py and example.py from the venv;
-#   5. with Debian's PgBouncer (< 1.21) in transaction pooling on
+#   5. with Debian 12's PgBouncer (1.18) in transaction pooling on
 #      CLIENT_PYTHON_PGBOUNCER_PORT (default the cluster's port + 1): named
 #      prepared statements run another client's statement, and the library's
 #      connections (prepare_threshold=None) do not (tests/pgbouncer_prepared.py).
+#      Then Debian 13's PgBouncer 1.24 (test/lib/pgbouncer124.sh, the trixie
+#      chroot, as root) on the next port, max_prepared_statements = 200: the
+#      driver's defaults and the library's connections both keep their own
+#      statements. Behind each, on the cluster restarted with the library
+#      preloaded: acquire, renewals, the transaction helper, a stale write's
+#      StaleTokenError, a takeover's TF003 as LeaseTakenOverError, no session
+#      state left on server connections (tests/pooler_lease.py).
 # Prints "ok N - ..." / "not ok N - ..." lines.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -106,6 +113,19 @@ status=0
 TAP_OFFSET=$n "$VPY" "$HERE/tests/run_tests.py" | tee "$WORK/run_tests.out" || status=1
 n=$((n + $(grep -cE '^(not )?ok ' "$WORK/run_tests.out")))
 
+# The pooler runs below with the library preloaded, so a takeover is TF003.
+psql -qAtX -c "ALTER SYSTEM SET shared_preload_libraries = 'fencing'"
+if [ "$(id -u)" = 0 ]; then PG_RUN="runuser -u postgres --"; else PG_RUN=; fi
+$PG_RUN "$(pg_config --bindir)/pg_ctl" -D "$FENCING_CLUSTER_DIR/data" -l "$FENCING_CLUSTER_DIR/server.log" -w restart >/dev/null
+check "the cluster restarted with shared_preload_libraries = fencing" \
+    test "$(psql -qAtX -c 'SHOW shared_preload_libraries')" = fencing
+# pooler_lease LABEL PORT: the lease path through a pooler (tests/pooler_lease.py)
+pooler_lease() {
+    TAP_OFFSET=$n "$VPY" "$HERE/tests/pooler_lease.py" "host=127.0.0.1 port=$2 user=postgres dbname=pgb_lib" \
+        "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" "$1" | tee "$WORK/lease-$2.out" || status=1
+    n=$((n + $(grep -cE '^(not )?ok ' "$WORK/lease-$2.out")))
+}
+
 # ---- 5. PgBouncer (Debian's, < 1.21) in transaction pooling: named prepared
 # statements run another client's statement; the library's connections do not.
 PGB_PORT=${CLIENT_PYTHON_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
@@ -132,7 +152,26 @@ INI
     if [ "$(id -u)" = 0 ]; then chown -R postgres "$PGB"; PGB_RUN="runuser -u postgres --"; else PGB_RUN=; fi
     $PGB_RUN pgbouncer -d "$PGB/pgbouncer.ini" && sleep 1
     TAP_OFFSET=$n "$VPY" "$HERE/tests/pgbouncer_prepared.py" "$PGB_PORT" \
-        "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2): /" || status=1
+        "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" | sed "s/^\(not \)\{0,1\}ok [0-9]* - /&pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2): /" | tee "$WORK/pgb118.out" || status=1
+    n=$((n + $(grep -cE '^(not )?ok ' "$WORK/pgb118.out")))
+    pooler_lease "pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2)" "$PGB_PORT"
     [ -f "$PGB/pgbouncer.pid" ] && kill "$(cat "$PGB/pgbouncer.pid")" 2>/dev/null
+fi
+# Debian 13's PgBouncer 1.24 (max_prepared_statements = 200) from the trixie
+# chroot: psycopg's defaults (named statements after 5 runs) are safe there.
+if "$ROOT/test/lib/pgbouncer124.sh" available; then
+    PGB124=$WORK/pgbouncer124
+    trap '"$ROOT/test/lib/pgbouncer124.sh" stop "$PGB124"; cleanup' EXIT
+    if PGBOUNCER124_DATABASES="pgb_named:postgres pgb_lib:postgres" \
+        "$ROOT/test/lib/pgbouncer124.sh" start "$PGB124" "$((PGB_PORT + 1))" "$FENCING_PGPORT" transaction 2; then
+        TAP_OFFSET=$n "$VPY" "$HERE/tests/pgbouncer_prepared.py" "$((PGB_PORT + 1))" \
+            "host=$PGHOST port=$PGPORT user=postgres dbname=postgres" tracks-prepared |
+            sed "s/^\(not \)\{0,1\}ok [0-9]* - /&pgbouncer 1.24: /" | tee "$WORK/pgb124.out" || status=1
+        n=$((n + $(grep -cE '^(not )?ok ' "$WORK/pgb124.out")))
+        pooler_lease "pgbouncer 1.24" "$((PGB_PORT + 1))"
+    else
+        check "PgBouncer 1.24 starts" false
+    fi
+    "$ROOT/test/lib/pgbouncer124.sh" stop "$PGB124"
 fi
 exit $status

@@ -40,7 +40,7 @@ case $SUITE in
 trixie)
     DIST=trixie
     LISTS="deb $MIRROR trixie main"
-    PACKAGES=(postgresql-17 postgresql-client-17 postgresql-server-dev-17 postgresql-17-cron)
+    PACKAGES=(postgresql-17 postgresql-client-17 postgresql-server-dev-17 postgresql-17-cron pgbouncer)
     EXPERIMENTAL=()
     ;;
 sid)
