@@ -28,6 +28,7 @@ tokens strictly increase in commit order; every error was an expected
 refusal; every rewrite succeeded.
 
 Environment: the libpq variables; REPACK_WORKERS (default 6), REPACK_SEED;
+REPACK_ROUNDS (default 1: each rewrite once; N runs the list N times);
 REPACK_REWRITES: "pg_repack" (default: pg_repack, VACUUM FULL, CLUSTER) or
 "repack" (PostgreSQL 19's REPACK, plain, USING INDEX and CONCURRENTLY, of
 every fencing table and of the protected user tables).
@@ -236,7 +237,9 @@ def main():
     for t in threads:
         t.start()
     time.sleep(1.0)
-    for label, rewrite in REWRITES:
+    rounds = int(os.environ.get("REPACK_ROUNDS", "1"))
+    for label, rewrite in [(f"{lb} (round {r + 1})" if rounds > 1 else lb, rw)
+                           for r in range(rounds) for lb, rw in REWRITES]:
         if isinstance(rewrite, list):
             r = subprocess.run(rewrite, capture_output=True, text=True, timeout=120)
             out = (r.stdout + r.stderr).strip()
