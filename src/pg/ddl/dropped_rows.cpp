@@ -326,7 +326,9 @@ FENCING_FUNCTION(fencing_require_dropped_rows) {
     char *name = text_to_cstring(PG_GETARG_TEXT_PP(1));
     char *token_column = text_to_cstring(PG_GETARG_TEXT_PP(2));
     bool row_scope = strcmp(text_to_cstring(PG_GETARG_TEXT_PP(3)), "row") == 0;
-    // No writer of the new table's rows while they are compared.
+    // No writer of the new table's rows while they are compared (the table
+    // itself too: find_all_inheritors locks only what is under it).
+    LockRelationOid(relid, ShareLock);
     List *leaves = find_all_inheritors(relid, ShareLock, nullptr);
     if (row_scope)
         RequireNoRowBelowTombstone(relid, token_column, psprintf("the dropped table %s", name),
