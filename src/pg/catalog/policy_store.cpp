@@ -325,9 +325,12 @@ void LockPolicyTree(Oid relid) {
         List *ancestors = get_partition_ancestors(relid);
         if (ancestors != NIL)
             root = llast_oid(ancestors);
-    } else if (kind != RELKIND_PARTITIONED_TABLE) {
-        return;  // not in a partition tree: the table's own lock orders its DDL
+    } else if (kind != RELKIND_PARTITIONED_TABLE && kind != RELKIND_RELATION) {
+        return;  // gone, or no table
     }
+    // A plain table too: pg_restore -j runs a job's CREATE TRIGGER on it (the
+    // table locked, then its policy row) beside the job loading
+    // fencing.protected (its policy row, then the table for its guards).
     LOCKTAG tag;
     SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, root, 0, kPolicyTreeLockField4);
     (void)LockAcquire(&tag, ExclusiveLock, false, false);

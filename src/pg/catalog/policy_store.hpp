@@ -71,8 +71,9 @@ bool ExtensionFunctionInstalled(const char *signature);
 // leaf and the policy row, and two commands doing that for one tree in
 // parallel (pg_restore -j: each partition's ADD CONSTRAINT, each guard's
 // CREATE TRIGGER, the policy row's COPY) would each hold what the other
-// waits for. A table outside any partition tree (an index: its table) takes
-// nothing.
+// waits for. A table outside any partition tree is its own tree (an index:
+// its table's), for the same reason: a job's CREATE TRIGGER on it beside the
+// job loading fencing.protected.
 constexpr uint16 kPolicyTreeLockField4 = 0x4450;  // 'DP'
 void LockPolicyTree(Oid relid);
 
