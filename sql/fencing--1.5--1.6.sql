@@ -500,12 +500,13 @@ CREATE EVENT TRIGGER fencing_zz_adopt_dropped ON ddl_command_end
     EXECUTE FUNCTION fencing.on_ddl_adopt_dropped();
 ALTER EVENT TRIGGER fencing_zz_adopt_dropped ENABLE ALWAYS;
 
--- DROP TYPE ... CASCADE of a typed table's type drops the table too: it
--- keeps its state for a table that takes its name, as DROP TABLE does
--- (fencing_ddl_check_drop, re-created with the tag).
+-- DROP TYPE ... CASCADE of a typed table's type, and DROP ACCESS METHOD ...
+-- CASCADE of a table access method, drop their tables too: each keeps its
+-- state for a table that takes its name, as DROP TABLE does
+-- (fencing_ddl_check_drop, re-created with the tags).
 DROP EVENT TRIGGER fencing_ddl_check_drop;
 CREATE EVENT TRIGGER fencing_ddl_check_drop ON ddl_command_start
-    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE')
+    WHEN TAG IN ('DROP TABLE', 'DROP SCHEMA', 'DROP OWNED', 'DROP TYPE', 'DROP ACCESS METHOD')
     EXECUTE FUNCTION fencing.ddl_check_start();
 ALTER EVENT TRIGGER fencing_ddl_check_drop ENABLE ALWAYS;
 

@@ -2,6 +2,7 @@
 // above every folder: it is the one place that wires the layers together
 // (settings, shared memory, and every cache and transaction callback).
 #include "pg/hwm/durability.hpp"
+#include "pg/ddl/copy_snapshot.hpp"
 #include "pg/api/fenced_dml.hpp"
 #include "pg/hwm/raise_registry.hpp"
 #include "pg/hwm/removed_rows.hpp"
@@ -59,6 +60,7 @@ void _PG_init(void) {
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
     fencing::pg::RegisterTakeoverHooks();
+    fencing::pg::RegisterCopySnapshotHooks();
     // Last: its pre-commit writes run before the durability callback looks.
     fencing::pg::RegisterRemovedRowsCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);

@@ -203,7 +203,30 @@ def alembic():
     s.step("batch_alter_table(recreate='always') of the row-scope table (tombstones)",
            al("upgrade", "0004"), tables=("row",))
     batch_race(s.conn)
+    batch_race_same_token(s.conn)
+    url = (f"postgresql+psycopg2://{os.environ.get('PGUSER', 'postgres')}@/{s.db}"
+           f"?host={os.environ['PGHOST']}&port={os.environ['PGPORT']}")
+    rc, out = run_cmd(["/usr/bin/python3", os.path.join(HERE, "alembic_same_token.py"), url])
+    report(rc == 0 and out.count("acked write kept") == 2,
+           "alembic: batch_alter_table(recreate='always') of table- and resource-scope tables "
+           "without a key, a same-token write committed between its copy and its DROP: "
+           "refused, the acknowledged write kept" + ("" if rc == 0 else tail(out)))
     return s
+
+
+def drop_and_rename(migration, t):
+    """Alembic's last batch steps on the migration's connection, committed;
+    closes it. "committed" or "refused <SQLSTATE>"."""
+    try:
+        migration.execute(f"DROP TABLE {t}")
+        migration.execute(f"ALTER TABLE _alembic_tmp_{t} RENAME TO {t}")
+        migration.commit()
+        outcome = "committed"
+    except psycopg.Error as e:
+        migration.rollback()
+        outcome = f"refused {e.sqlstate}"
+    migration.close()
+    return outcome
 
 
 def batch_race(conn):
@@ -226,20 +249,48 @@ def batch_race(conn):
     with conn.transaction():
         conn.execute("SET LOCAL fencing.token = 50")
         conn.execute("UPDATE race SET v = 50 WHERE id = 1")
-    try:
-        migration.execute("DROP TABLE race")
-        migration.execute("ALTER TABLE _alembic_tmp_race RENAME TO race")
-        migration.commit()
-        outcome = "committed"
-    except psycopg.Error as e:
-        migration.rollback()
-        outcome = f"refused {e.sqlstate}"
-    migration.close()
+    outcome = drop_and_rename(migration, "race")
     hwm = fenced.value(conn, "SELECT fencing_high_water('race', '{\"id\": 1}')::text::bigint")
     got = refusal(conn, 30, "UPDATE race SET v = -1 WHERE id = 1")
     report(got == "TF001" and outcome == "refused 40001" and hwm == 50,
            f"{label}: the migration {outcome} (want refused 40001); afterwards key 1's HWM is {hwm} "
            f"and a write with 30 (below the acknowledged 50) is refused (got {got})")
+
+
+def batch_race_same_token(conn):
+    """The same race where tokens cannot tell the missed write: a write at
+    the table's (or resource's) HWM, and a DELETE, committed between the copy
+    and the DROP of a table- or resource-scope table. The DROP compares the
+    table as the copy saw it with the table as it is: refused 40001, the
+    acknowledged write kept."""
+    policies = {"table": "scope => 'table'",
+                "resource": "scope => 'resource', resource_column => 'shard', "
+                            "resource_namespace => 'mig-race'"}
+    writes = {"update at the HWM": ("UPDATE {t} SET v = 50 WHERE id = 1",
+                                    "SELECT count(*) = 1 FROM {t} WHERE v = 50"),
+              "delete": ("DELETE FROM {t} WHERE id = 1",
+                         "SELECT NOT EXISTS (SELECT 1 FROM {t} WHERE id = 1)")}
+    for scope, policy in policies.items():
+        for what, (write, kept_sql) in writes.items():
+            t = f"race_{scope}_{what.split()[0]}"
+            conn.execute(f"CREATE TABLE {t} (id int, shard text, v int, fence fencing_token)")
+            conn.execute(f"SELECT fencing_protect('{t}', 'fence', {policy})")
+            with conn.transaction():
+                conn.execute("SET LOCAL fencing.token = 10")
+                conn.execute(f"INSERT INTO {t} (id, shard, v) VALUES (1, 'a', 0), (2, 'a', 0)")
+            migration = psycopg.connect()
+            migration.execute(f"CREATE TABLE _alembic_tmp_{t} (id int, shard text, v int, "
+                              "fence fencing_token)")
+            migration.execute(f"SELECT fencing_protect('_alembic_tmp_{t}', 'fence', {policy})")
+            migration.execute(f"INSERT INTO _alembic_tmp_{t} SELECT * FROM {t}")
+            with conn.transaction():
+                conn.execute("SET LOCAL fencing.token = 10")
+                conn.execute(write.format(t=t))
+            outcome = drop_and_rename(migration, t)
+            kept = fenced.value(conn, kept_sql.format(t=t))
+            report(outcome == "refused 40001" and kept is True,
+                   f"alembic: batch recreate ({scope} scope) racing a same-token {what}: the "
+                   f"migration {outcome} (want refused 40001); the acknowledged write kept: {kept}")
 
 
 # ------------------------------------------------------------------ ActiveRecord

@@ -8,6 +8,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/ddl/copy_snapshot.hpp"
 #include "pg/ddl/dropped_rows.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/guard/restored.hpp"
@@ -124,6 +125,7 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     Oid both[] = {source, target};
     RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
     RequireRowsInSnapshot(source, "fencing_transfer_state()");
+    RequireRowsAsCopied(source, "fencing_transfer_state()");
     // A source restored without its state hands on nothing that could lift
     // that: the target's guards carry its mark (pg/guard/restored.hpp).
     const char *restored_mark = RestoredMark(source);

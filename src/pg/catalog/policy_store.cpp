@@ -180,6 +180,8 @@ bool ChangedSinceSnapshot(const char *sql, Oid type, Datum value) {
     pg_unreachable();
 }
 
+}  // namespace
+
 // Whether a row of rel visible to scan_with is invisible to other.
 bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other) {
     TableScanDesc scan = BeginTableScan(rel, scan_with);
@@ -193,8 +195,6 @@ bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other) {
     table_endscan(scan);
     return differ;
 }
-
-}  // namespace
 
 bool ProtectedRowChangedSinceSnapshot(Oid relid) {
     return ChangedSinceSnapshot(

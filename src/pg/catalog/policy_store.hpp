@@ -14,6 +14,8 @@
 
 extern "C" {
 #include "nodes/pg_list.h"
+#include "utils/relcache.h"
+#include "utils/snapshot.h"
 }
 
 namespace fencing::pg {
@@ -56,6 +58,8 @@ void RequireStateInSnapshot(const Oid *relids, int n, const char *what);
 // lost with its token. Reads the heap directly (no user code runs); relid is
 // locked by the caller; under READ COMMITTED it does nothing.
 void RequireRowsInSnapshot(Oid relid, const char *what);
+// Whether a row of rel visible to scan_with is invisible to other.
+bool RowsDiffer(Relation rel, Snapshot scan_with, Snapshot other);
 // Whether the extension's SQL in this database has the function signature
 // ('fencing.keep_dropped_state(oid,boolean)'): a database whose extension is not yet
 // updated (ALTER EXTENSION fencing UPDATE) runs this library with the older

@@ -1,6 +1,7 @@
 // Rows leaving a row-scope fenced partition tree leave tombstones first (see
 // partition_removal.hpp).
 #include "pg/ddl/partition_removal.hpp"
+#include "pg/ddl/copy_snapshot.hpp"
 #include "pg/ddl/dropped_rows.hpp"
 
 #include "core/policy.hpp"
@@ -20,6 +21,7 @@ extern "C" {
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "commands/defrem.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "miscadmin.h"
@@ -97,6 +99,15 @@ List *DroppedTables(Node *tree) {
                     foreach (t, TablesWhere(Anum_pg_class_reloftype, type))
                         if (MayDrop(lfirst_oid(t)))
                             tops = lappend_oid(tops, lfirst_oid(t));
+            } else if (stmt->removeType == OBJECT_ACCESS_METHOD &&
+                       stmt->behavior == DROP_CASCADE) {
+                // The tables of a table access method go with it.
+                Oid am = get_am_oid(strVal(lfirst(lc)), true);
+                ListCell *t;
+                if (OidIsValid(am))
+                    foreach (t, TablesWhere(Anum_pg_class_relam, am))
+                        if (MayDrop(lfirst_oid(t)))
+                            tops = lappend_oid(tops, lfirst_oid(t));
             } else if (stmt->removeType == OBJECT_SCHEMA) {
                 Oid nsp = get_namespace_oid(strVal(lfirst(lc)), true);
                 if (OidIsValid(nsp) && OwnsNamespace(nsp, GetUserId()))
@@ -157,6 +168,7 @@ void KeepDroppedState(List *going) {
         if (!ReadProtectedRow(relids[i], &row))
             continue;
         RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
+        RequireRowsAsCopied(relids[i], "this DROP (kept for a table that takes the name)");
         if (KeepDroppedRows(relids[i], going))
             with_rows[n_with_rows++] = ObjectIdGetDatum(relids[i]);
     }

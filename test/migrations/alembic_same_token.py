@@ -4,11 +4,12 @@ op.batch_alter_table(recreate='always') copies the table, DROPs it and renames
 the copy, in one transaction. A fenced writer that commits an UPDATE at the
 token its row already holds between that copy and the DROP (here: fired from
 a SQLAlchemy before_cursor_execute hook on the DROP, on a second connection)
-is lost: the recreate is adopted without an error. Prints one line per scope,
+was lost in 1.6's development (the recreate adopted without an error); the
+DROP now compares the table as the copy saw it and refuses. Prints one line per scope,
 "acked write kept", "HOLE: acknowledged write lost" or "no write
 acknowledged" (the writer locked out); exits 1 when an acknowledged write is lost.
 
-    /usr/bin/python3 test/attack33-pending/alembic_same_token.py 'postgresql+psycopg2:///DB?host=SOCKDIR&port=PORT'
+    /usr/bin/python3 test/migrations/alembic_same_token.py 'postgresql+psycopg2:///DB?host=SOCKDIR&port=PORT'
 """
 import sys
 
