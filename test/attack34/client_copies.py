@@ -129,11 +129,27 @@ def alembic_select_bulk_insert():
     eng.dispose()
 
 
+def alembic_second_revision():
+    # revision 1 (an earlier run) created t_new; revision 2, in a fresh
+    # process: Alembic reads alembic_version, then the migration's op.execute
+    eng = sa.create_engine(url)
+    with eng.begin() as conn:
+        conn.exec_driver_sql("SELECT version_num FROM pg_catalog.pg_class, (SELECT 'r1'::text AS version_num) v LIMIT 1")
+        op = Operations(MigrationContext.configure(conn))
+        op.execute("INSERT INTO t_new SELECT * FROM t")
+        write_acked()
+        op.drop_table("t")
+        op.rename_table("t_new", "t")
+    eng.dispose()
+
+
 holes = 0
 holes += run("A1' fresh session, INSERT ... SELECT first (library not loaded)", lazy_insert_select)
 holes += run("control: library loaded, INSERT ... SELECT", loaded_insert_select)
 holes += run("A2' COPY TO STDOUT + COPY FROM STDIN (psycopg2)", copy_stdout_stdin, pre_create_new=False)
 holes += run("A2'' Alembic op.create_table + SELECT + op.bulk_insert + drop/rename",
              alembic_select_bulk_insert, pre_create_new=False)
+holes += run("A1'' Alembic op.execute(INSERT ... SELECT) in a fresh process, t_new from an earlier revision",
+             alembic_second_revision)
 print(f"holes: {holes}")
 sys.exit(1 if holes else 0)
