@@ -125,7 +125,7 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     Oid both[] = {source, target};
     RequireStateInSnapshot(both, 2, "fencing_transfer_state()");
     RequireRowsInSnapshot(source, "fencing_transfer_state()");
-    RequireRowsAsCopied(source, "fencing_transfer_state()");
+    RequireRowsAsRead(source, "fencing_transfer_state()");
     // A source restored without its state hands on nothing that could lift
     // that: the target's guards carry its mark (pg/guard/restored.hpp).
     const char *restored_mark = RestoredMark(source);
@@ -137,7 +137,7 @@ Datum TransferState(FunctionCallInfo fcinfo) {
     EndInternal(&access);
     RequireRowsCarried(source, target, token);
     if (token[0] != '\0')
-        RequireNoRowBelowTombstone(target, token, RelName(source), RelName(source));
+        RequireNoRowBelowTombstone(target, token, RelName(source), RelName(source), source);
     PG_RETURN_VOID();
 }
 

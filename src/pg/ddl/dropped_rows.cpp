@@ -13,6 +13,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/ddl/copy_snapshot.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/base/compat.hpp"
@@ -67,6 +68,16 @@ struct KeptRows {
 
 KeptRows *kept = nullptr;
 
+// A dropped table whose copy may lack a write, in TopTransactionContext.
+struct UnseenWrite {
+    UnseenWrite *next;
+    char *name;  // as KeptRows's
+    char *why;
+    int nest_level;
+};
+
+UnseenWrite *unseen = nullptr;
+
 void Append(void *arg, Datum key, uint64 key_hash, Token token) {
     auto *rows = static_cast<RowTokens *>(arg);
     bool with_key = rows->keep_keys && key_hash != 0;
@@ -94,6 +105,7 @@ void Append(void *arg, Datum key, uint64 key_hash, Token token) {
 
 void OnXactEvent(XactEvent, void *) {
     kept = nullptr;  // its memory goes with TopTransactionContext
+    unseen = nullptr;
 }
 
 void OnSubXactEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void *) {
@@ -102,8 +114,12 @@ void OnSubXactEvent(SubXactEvent event, SubTransactionId, SubTransactionId, void
         for (KeptRows *k = kept; k != nullptr; k = k->next)
             if (k->nest_level >= level)
                 k->nest_level = level - 1;
+        for (UnseenWrite *u = unseen; u != nullptr; u = u->next)
+            if (u->nest_level >= level)
+                u->nest_level = level - 1;
     } else if (event == SUBXACT_EVENT_ABORT_SUB) {
         while (kept != nullptr && kept->nest_level >= level) kept = kept->next;
+        while (unseen != nullptr && unseen->nest_level >= level) unseen = unseen->next;
     }
 }
 
@@ -250,25 +266,77 @@ void TombstoneKeptRows(Oid home, RowTokens *dropped) {
 
 }  // namespace
 
+namespace {
+
+struct SortedHashes {
+    uint64 *hashes;
+    int64 count;
+};
+
+bool HasHash(void *arg, uint64 hash) {
+    auto *set = static_cast<SortedHashes *>(arg);
+    return std::binary_search(set->hashes, set->hashes + set->count, hash);
+}
+
+// The key hashes of the old table's rows, when it is keyed as home is: the
+// live old_relid's, or (InvalidOid) those the DROP of old_table kept.
+bool OldKeyHashes(Oid home, Oid old_relid, const char *old_table, const char *token_column,
+                  SortedHashes *out) {
+    Relation rel = table_open(home, NoLock);
+    char *key_columns = KeyColumns(rel);
+    table_close(rel, NoLock);
+    RowTokens rows = {CurrentMemoryContext, false, nullptr, 0, 0, 0, SIZE_MAX, false};
+    if (OidIsValid(old_relid)) {
+        Relation old = table_open(old_relid, NoLock);
+        bool same = SameKey(KeyColumns(old), key_columns);
+        table_close(old, NoLock);
+        if (!same)
+            return false;
+        CollectRows(find_all_inheritors(old_relid, NoLock, nullptr), token_column, key_columns,
+                    &rows);
+    } else {
+        KeptRows *entry = kept;
+        while (entry != nullptr && strcmp(entry->name, old_table) != 0) entry = entry->next;
+        if (entry == nullptr || entry->rows.overflow || !SameKey(entry->key_columns, key_columns))
+            return false;
+        rows = entry->rows;
+    }
+    out->hashes = static_cast<uint64 *>(palloc(sizeof(uint64) * (rows.count > 0 ? rows.count : 1)));
+    out->count = 0;
+    for (int64 i = 0; i < rows.count; ++i)
+        if (rows.items[i].key_hash != 0)
+            out->hashes[out->count++] = rows.items[i].key_hash;
+    std::sort(out->hashes, out->hashes + out->count);
+    return true;
+}
+
+}  // namespace
+
 void RequireNoRowBelowTombstone(Oid home, const char *token_column, const char *old_label,
-                                const char *old_table) {
+                                const char *old_table, Oid old_relid) {
     List *leaves = find_all_inheritors(home, NoLock, nullptr);
+    SortedHashes old_hashes;
+    OldKeys old_keys = {HasHash, &old_hashes};
+    bool by_old_keys = OldKeyHashes(home, old_relid, old_table, token_column, &old_hashes);
     ForEachTokenLeaf(leaves, token_column, [&](Relation rel, AttrNumber token_attnum) {
         Token offered, hwm;
         bool has_token, floor, unkeyed;
         if (!RowBelowTombstone(rel, home, token_attnum, &has_token, &offered, &hwm, &floor,
-                               &unkeyed, true))
+                               &unkeyed, true, by_old_keys ? &old_keys : nullptr))
             return;
         ereport(ERROR,
                 (errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
                  errmsg("table %s cannot take the fencing state of %s: it holds a row deleted "
                         "from there after the copy",
                         RelName(home), old_label),
-                 errdetail("A row of %s carries %s, below its key's tombstone at " INT64_FORMAT
+                 errdetail("A row of %s carries %s, %s its key's tombstone at " INT64_FORMAT
                            ": the DELETE that left it would be undone, and writers with tokens "
                            "in between accepted.",
                            RelName(RelationGetRelid(rel)),
-                           has_token ? psprintf("token " INT64_FORMAT, offered) : "no token", hwm),
+                           has_token ? psprintf("token " INT64_FORMAT, offered) : "no token",
+                           has_token && offered == hwm ? "a key the copied table no longer has, at"
+                                                       : "below",
+                           hwm),
                  errhint("Retry with every writer kept out from the copy on (LOCK TABLE %s IN "
                          "SHARE MODE before copying), or copy with a sync trigger that also "
                          "deletes.",
@@ -312,6 +380,18 @@ bool KeepDroppedRows(Oid home, const List *going) {
     return true;
 }
 
+void KeepDroppedUnseenWrite(Oid home, const char *why) {
+    RegisterCallbacksOnce();
+    MemoryContext caller = MemoryContextSwitchTo(TopTransactionContext);
+    auto *entry = static_cast<UnseenWrite *>(palloc(sizeof(UnseenWrite)));
+    entry->name = QualifiedName(home);
+    entry->why = pstrdup(why);
+    entry->nest_level = GetCurrentTransactionNestLevel();
+    entry->next = unseen;
+    unseen = entry;
+    MemoryContextSwitchTo(caller);
+}
+
 }  // namespace fencing::pg
 
 using namespace fencing::pg;
@@ -330,9 +410,13 @@ FENCING_FUNCTION(fencing_require_dropped_rows) {
     // itself too: find_all_inheritors locks only what is under it).
     LockRelationOid(relid, ShareLock);
     List *leaves = find_all_inheritors(relid, ShareLock, nullptr);
+    for (UnseenWrite *u = unseen; u != nullptr; u = u->next)
+        if (strcmp(u->name, name) == 0)
+            RefuseChangedSinceRead(name, psprintf("table %s taking its name", RelName(relid)),
+                                   u->why);
     if (row_scope)
         RequireNoRowBelowTombstone(relid, token_column, psprintf("the dropped table %s", name),
-                                   name);
+                                   name, InvalidOid);
     KeptRows *entry = kept;
     while (entry != nullptr && strcmp(entry->name, name) != 0) entry = entry->next;
     if (entry == nullptr)

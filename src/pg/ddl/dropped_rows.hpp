@@ -20,13 +20,20 @@ namespace fencing::pg {
 // of every row of its leaves under its qualified name. Returns whether it
 // kept any row.
 bool KeepDroppedRows(Oid home, const List *going);
+// The DROP of home found a write its transaction's copy may lack (why: the
+// DETAIL; pg/ddl/copy_snapshot.hpp): a table that takes home's name in this
+// transaction is refused (40001); a DROP for good goes on.
+void KeepDroppedUnseenWrite(Oid home, const char *why);
 
 // Row scope, after home took over another table's tombstones (an adoption, a
 // transfer): raises 40001 when a row of home's leaves (locked against writers
 // by the caller) is below its key's tombstone, a key deleted from the old
 // table after the copy was made; the new table would bring it back.
-// old_label names the old table in the message, old_table in the hint.
+// A row at its key's tombstone whose key the old table lacks counts too (a
+// DELETE at the row's own token): old_relid, or, InvalidOid, the rows the
+// DROP of old_table kept. old_label names the old table in the message,
+// old_table in the hint.
 void RequireNoRowBelowTombstone(Oid home, const char *token_column, const char *old_label,
-                                const char *old_table);
+                                const char *old_table, Oid old_relid);
 
 }  // namespace fencing::pg

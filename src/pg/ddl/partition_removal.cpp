@@ -168,7 +168,10 @@ void KeepDroppedState(List *going) {
         if (!ReadProtectedRow(relids[i], &row))
             continue;
         RequireRowsInSnapshot(relids[i], "this DROP (kept for a table that takes the name)");
-        RequireRowsAsCopied(relids[i], "this DROP (kept for a table that takes the name)");
+        // Judged when a table takes the name: a DROP for good loses nothing.
+        const char *why = nullptr;
+        if (RowsChangedSinceRead(relids[i], &why))
+            KeepDroppedUnseenWrite(relids[i], why);
         if (KeepDroppedRows(relids[i], going))
             with_rows[n_with_rows++] = ObjectIdGetDatum(relids[i]);
     }

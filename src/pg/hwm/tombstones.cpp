@@ -330,16 +330,25 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
     return EndRemovedRows(&removed);
 }
 
+uint64 KeyHash(Datum key) {
+    const Pointer varlena = DatumGetPointer(key);
+    auto *bytes = reinterpret_cast<const unsigned char *>(VARDATA_ANY(varlena));
+    uint64 hash = hash_bytes_extended(bytes, VARSIZE_ANY_EXHDR(varlena), 0);
+    return hash == 0 ? 1 : hash;
+}
+
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
                        Token *offered, Token *hwm, bool *floor, bool *unkeyed,
-                       bool tombstones_only) {
+                       bool tombstones_only, const OldKeys *old_keys) {
     bool below = false;
     // A row without a token is below any HWM: its next writer's token would
     // be its first, whatever the key's tombstone or floor says.
     bool keyed =
         ForEachKeyedRow(rel, token_attnum, true, [&](Datum key, Token token, bool tokened) {
             below = LookupTombstone(home_relid, key, hwm, floor) && !(tombstones_only && *floor) &&
-                    (!tokened || token < *hwm);
+                    (!tokened || token < *hwm ||
+                     (token == *hwm && !*floor && old_keys != nullptr &&
+                      !old_keys->has_key(old_keys->arg, KeyHash(key))));
             if (below) {
                 *offered = token;
                 *has_token = tokened;
@@ -361,10 +370,7 @@ bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bo
 void ForEachRowToken(Relation rel, AttrNumber token_attnum, bool keyed,
                      void (*add)(void *arg, Datum key, uint64 key_hash, Token token), void *arg) {
     if (keyed && ForEachKeyedRow(rel, token_attnum, false, [&](Datum key, Token token, bool) {
-            const Pointer varlena = DatumGetPointer(key);
-            auto *bytes = reinterpret_cast<const unsigned char *>(VARDATA_ANY(varlena));
-            uint64 hash = hash_bytes_extended(bytes, VARSIZE_ANY_EXHDR(varlena), 0);
-            add(arg, key, hash == 0 ? 1 : hash, token);
+            add(arg, key, KeyHash(key), token);
             return true;
         }))
         return;

@@ -81,9 +81,19 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
 // looked up by key. tombstones_only: only a tombstone counts, not the floor,
 // and a rel without a primary key is never below (a table that replaces a
 // dropped or swapped-out one: its rows were judged by the floor already).
+// A caller may name the keys the old table still holds (old_has_key, with
+// arg): a row exactly at its key's tombstone whose key the old table lacks is
+// below too (a DELETE at the row's own token after the copy).
+struct OldKeys {
+    bool (*has_key)(void *arg, uint64 key_hash);
+    void *arg;
+};
+// The hash of a canonical key (0 is never returned), as OldKeys takes it.
+uint64 KeyHash(Datum key);
 bool RowBelowTombstone(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *has_token,
                        Token *offered, Token *hwm, bool *floor, bool *unkeyed,
-                       bool tombstones_only = false);
+                       bool tombstones_only = false,
+                       const OldKeys *old_keys = nullptr);
 
 }  // namespace fencing::pg
 
