@@ -13,6 +13,7 @@ extern "C" {
 #include "commands/trigger.h"
 #include "executor/executor.h"
 #include "nodes/parsenodes.h"
+#include "storage/lmgr.h"
 #include "storage/lockdefs.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -133,6 +134,28 @@ Snapshot SnapshotFor(Oid leaf, const List *tree) {
     return oldest;
 }
 
+// Whether a leaf of tree without a recorded read is read-locked by this
+// transaction: a statement before the library was loaded read it (relation
+// locks are held to the end of the transaction, and every read since the
+// load is recorded).
+bool ReadBeforeLoad(const List *tree) {
+    ListCell *lc;
+    foreach (lc, tree) {
+        bool recorded = false;
+        for (ReadSnapshot *r = reads; r != nullptr && !recorded; r = r->next)
+            recorded = r->relid == lfirst_oid(lc);
+        if (recorded)
+            continue;
+        Relation rel = table_open(lfirst_oid(lc), NoLock);
+        bool read = CheckRelationLockedByMe(rel, AccessShareLock, false) ||
+                    CheckRelationLockedByMe(rel, RowShareLock, false);
+        table_close(rel, NoLock);
+        if (read)
+            return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 void RegisterCopySnapshotHooks() {
@@ -148,14 +171,14 @@ void RegisterCopySnapshotHooks() {
 bool RowsChangedSinceRead(Oid relid, const char **why) {
     if (IsolationUsesXactSnapshot())
         return false;
-    if (loaded_mid_transaction) {
-        *why = "The fencing library was loaded in the middle of this transaction, so the reads "
-               "of its earlier statements (a copy) were not recorded.";
+    List *tree = find_all_inheritors(relid, NoLock, nullptr);
+    if (loaded_mid_transaction && ReadBeforeLoad(tree)) {
+        *why = "The fencing library was loaded in the middle of this transaction, after a "
+               "statement of it read the table (a copy) unrecorded.";
         return true;
     }
     if (reads == nullptr)
         return false;
-    List *tree = find_all_inheritors(relid, NoLock, nullptr);
     Snapshot latest = RegisterSnapshot(GetLatestSnapshot());
     bool differ = false;
     ListCell *lc;
