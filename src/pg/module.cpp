@@ -18,6 +18,8 @@
 #include "pg/api/takeover.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/catalog/citus_node.hpp"
+#include "pg/ddl/citus_moves.hpp"
 #include "pg/worker/retire_worker.hpp"
 
 extern "C" {
@@ -35,6 +37,7 @@ void ForgetRelation(Datum, Oid relid) {
     fencing::pg::ForgetReplicatedRelations(relid);
     fencing::pg::ForgetStoreTables(relid);
     fencing::pg::ForgetCheckedRowKey(relid);
+    fencing::pg::ForgetCitusTables(relid);
 }
 
 }  // namespace
@@ -59,6 +62,7 @@ void _PG_init(void) {
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
     fencing::pg::RegisterTakeoverHooks();
+    fencing::pg::RegisterCitusMoveHook();
     // Last: its pre-commit writes run before the durability callback looks.
     fencing::pg::RegisterRemovedRowsCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);

@@ -1,0 +1,90 @@
+// Server-free core: the Citus refusal rules (core/citus.hpp).
+#include "core/citus.hpp"
+
+namespace fencing {
+namespace {
+
+constexpr CitusRefusal kLeaseOnWorker = {
+    "leases are issued by the Citus coordinator only",
+    "This node is a Citus worker: its fencing.lease and resource high-water marks are its own, so "
+    "a "
+    "token issued or checked here is not fenced against the coordinator's or another worker's.",
+    "Call fencing_acquire(), fencing_acquire_all(), fencing_renew(), fencing_release(), "
+    "fencing_check() and fencing_resource_advance() on the coordinator; see docs/citus.md."};
+
+constexpr CitusRefusal kAdvanceOnWorker = {
+    "fencing_advance() is refused on a Citus worker",
+    "This node is a Citus worker: an advance here raises state that no other node reads.",
+    "Advance a row-scope key with a fenced write through the coordinator (an UPDATE or DELETE "
+    "carrying the token); see docs/citus.md."};
+
+constexpr CitusRefusal kAdvanceCitusTable = {
+    "fencing_advance() is refused on a Citus table",
+    "The high-water marks and tombstones of a distributed or reference table live with its "
+    "shards on the workers; an advance on the coordinator's table raises state no shard reads.",
+    "Advance a row-scope key with a fenced write through the coordinator (an UPDATE or DELETE "
+    "carrying the token); see docs/citus.md."};
+
+constexpr CitusRefusal kSharedScopeDistributed = {
+    "resource and table scope are refused on a Citus distributed table",
+    "A resource or table high-water mark would be kept per shard and per node: each worker would "
+    "accept writes another refuses, and a shard move would leave it behind.",
+    "Protect the distributed table in row scope (the high-water mark lives in the row and moves "
+    "with it), or keep the table on one node or make it a reference table; see docs/citus.md."};
+
+constexpr CitusRefusal kHighWaterCitusTable = {
+    "fencing_high_water() is refused on the coordinator's table of a Citus table",
+    "The coordinator's table is metadata: its rows and tombstones live in the shards on the "
+    "workers, so the coordinator's own state would answer with nothing.",
+    "Read the token column of the row through the coordinator, or call fencing_high_water() on "
+    "the shard; see docs/citus.md."};
+
+constexpr CitusRefusal kMoveWithTombstones = {
+    "a shard of a fenced row-scope table that has tombstones cannot be moved",
+    "Its tombstones (the high-water marks of deleted keys) are kept in this node's "
+    "fencing.row_tombstone and do not travel with the shard: on the new node a deleted key could "
+    "be re-inserted with a stale token.",
+    "Leave the shard where it is; see docs/citus.md for what moves and what is refused."};
+
+bool Shared(Scope scope) noexcept {
+    return scope != Scope::kRow;
+}
+
+}  // namespace
+
+CitusTable CitusTableOf(char partmethod, char repmodel) noexcept {
+    if (partmethod != 'n')
+        return CitusTable::kDistributed;
+    return repmodel == 't' ? CitusTable::kReference : CitusTable::kLocal;
+}
+
+const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
+    if (f.role == CitusRole::kAbsent)
+        return nullptr;
+    bool worker = f.role == CitusRole::kWorker;
+    // The coordinator's table of a distributed or reference table holds no
+    // rows: only its shards do (a local table's shard is on the coordinator).
+    bool spread = f.table == CitusTable::kDistributed || f.table == CitusTable::kReference;
+    switch (f.action) {
+        case CitusAction::kLease:
+        case CitusAction::kResourceAdvance:
+            return worker ? &kLeaseOnWorker : nullptr;
+        case CitusAction::kAdvance:
+            if (worker)
+                return &kAdvanceOnWorker;
+            return spread ? &kAdvanceCitusTable : nullptr;
+        case CitusAction::kHighWaterRead:
+            return spread && !f.shard ? &kHighWaterCitusTable : nullptr;
+        case CitusAction::kShardMove:
+            return f.table == CitusTable::kDistributed && f.shard && f.tombstones
+                       ? &kMoveWithTombstones
+                       : nullptr;
+        case CitusAction::kProtect:
+        case CitusAction::kWrite:
+            return f.table == CitusTable::kDistributed && Shared(f.scope) ? &kSharedScopeDistributed
+                                                                          : nullptr;
+    }
+    return nullptr;
+}
+
+}  // namespace fencing

@@ -1,0 +1,169 @@
+#!/bin/bash
+# fencing on Citus: a coordinator and two workers on loopback, started here
+# from scratch, and the cases of docs/citus.md asserted on them. Not part of
+# `make test` (Citus is not packaged by Debian): run it by hand where Citus is
+# installed into the PostgreSQL that pg_config names.
+#
+#   bash test/citus/run.sh         ports CITUS_PORTS (default "54601 54602 54603")
+#
+# Exit status: 0 all passed, 1 a check failed, 77 Citus is not installed (no
+# check ran: that is a skip, never a pass).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. test/lib/checks.sh
+
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BIN=$($PG_CONFIG --bindir)
+if [ ! -f "$($PG_CONFIG --pkglibdir)/citus.so" ]; then
+    echo "SKIPPED: Citus is not installed in $($PG_CONFIG --pkglibdir) (no check ran)"
+    exit 77
+fi
+read -r -a PORTS <<< "${CITUS_PORTS:-54601 54602 54603}"
+C=${PORTS[0]}; W1=${PORTS[1]}; W2=${PORTS[2]}
+BASE=$(mktemp -d /tmp/fencing-citus.XXXXXX)
+SOCK=$BASE/sock
+mkdir -p "$SOCK"
+RUN=()
+[ "$(id -u)" = 0 ] && { chown -R postgres "$BASE"; RUN=(runuser -u postgres --); }
+
+stop_all() {
+    for p in "${PORTS[@]}"; do "${RUN[@]}" "$BIN/pg_ctl" -D "$BASE/n$p" -m immediate -w stop >/dev/null 2>&1; done
+    rm -rf "$BASE"
+}
+trap stop_all EXIT
+
+for p in "${PORTS[@]}"; do
+    "${RUN[@]}" "$BIN/initdb" -D "$BASE/n$p" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null || exit 1
+    cat >> "$BASE/n$p/postgresql.conf" <<CONF
+port = $p
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$SOCK'
+shared_preload_libraries = 'citus,fencing'
+wal_level = logical
+max_connections = 60
+max_worker_processes = 16
+fsync = off
+citus.enable_statistics_collection = off
+citus.local_hostname = '127.0.0.1'
+CONF
+    "${RUN[@]}" "$BIN/pg_ctl" -D "$BASE/n$p" -l "$BASE/n$p.log" -w start >/dev/null || { tail "$BASE/n$p.log"; exit 1; }
+done
+
+# q PORT SQL: the statements' output (psql reads them one by one from stdin),
+# unaligned, tuples only; the last line.
+q() {
+    "${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
+        -v VERBOSITY=sqlstate <<< "$2" 2>&1 | tail -1
+}
+# state PORT SQL: the SQLSTATE of the first error, or "ok".
+state() {
+    local out
+    out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
+        -v VERBOSITY=sqlstate <<< "$2" 2>&1 | sed -n 's/^.*ERROR: *\([0-9A-Z]\{5\}\).*/\1/p' | head -1)
+    echo "${out:-ok}"
+}
+
+for p in "${PORTS[@]}"; do q "$p" "CREATE EXTENSION citus" >/dev/null; done
+q $C "SELECT citus_set_coordinator_host('127.0.0.1', $C)" >/dev/null
+q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W1)" >/dev/null
+q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W2)" >/dev/null
+q $C "CREATE EXTENSION fencing" >/dev/null
+check "CREATE EXTENSION fencing on the coordinator reaches both workers" "2" \
+    "$(q $C "SELECT count(*) FROM run_command_on_workers(\$\$SELECT extversion FROM pg_extension WHERE extname = 'fencing'\$\$) WHERE success AND result <> ''")"
+
+# ---- leases: the coordinator is the one lease authority
+check "fencing_acquire on the coordinator issues token 1" "1" \
+    "$(q $C "SELECT fencing_acquire('job', 'a', '30 s')")"
+for p in $W1 $W2; do
+    check "fencing_acquire on worker $p refused" "0A000" "$(state $p "SELECT fencing_acquire('job', 'b', '30 s')")"
+    check "fencing_acquire_all on worker $p refused" "0A000" \
+        "$(state $p "SELECT fencing_acquire_all(ARRAY['x','y'], 'b', '30 s')")"
+    check "fencing_check on worker $p refused" "0A000" "$(state $p "SELECT fencing_check('job', 1)")"
+    check "fencing_renew on worker $p refused" "0A000" "$(state $p "SELECT fencing_renew('job', 1, '30 s')")"
+    check "fencing_release on worker $p refused" "0A000" "$(state $p "SELECT fencing_release('job', 1)")"
+    check "fencing_resource_advance on worker $p refused" "0A000" \
+        "$(state $p "SELECT fencing_resource_advance('job', 5)")"
+done
+check "no lease row was written on any worker" "0,0" \
+    "$(q $C "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$\$SELECT count(*) FROM fencing.lease\$\$)")"
+check "fencing_check on the coordinator still answers" "t" "$(q $C "SELECT fencing_check('job', 1)")"
+
+# ---- row scope on a distributed table (distributed before it is protected)
+q $C "SET fencing.auto_protect = off; CREATE TABLE inv (item text PRIMARY KEY, stock int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('inv', 'item', shard_count => 4)" >/dev/null
+check "every shard protected in row scope by auto-protection on its worker" "4" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('inv', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
+q $C "INSERT INTO inv VALUES ('a', 1, 10)" >/dev/null
+check "stale UPDATE through the coordinator refused by the worker" "TF001" \
+    "$(state $C "UPDATE inv SET stock = 2, fence = 9 WHERE item = 'a'")"
+check "token-less UPDATE through the coordinator refused" "TF002" \
+    "$(state $C "UPDATE inv SET stock = 2 WHERE item = 'a'")"
+check "SET LOCAL forwarded with citus.propagate_set_commands = local: stale refused" "TF001" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 9; UPDATE inv SET stock = 3 WHERE item = 'a'; COMMIT;")"
+check "SET LOCAL forwarded with citus.propagate_set_commands = local: current admitted" "ok" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 11; UPDATE inv SET stock = 3 WHERE item = 'a'; COMMIT;")"
+check "the admitted write carries its token on the shard" "11" "$(q $C "SELECT fence FROM inv WHERE item = 'a'")"
+check "a deleted key's stale re-insert refused (tombstone on the shard)" "TF001" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 20; DELETE FROM inv WHERE item = 'a'; COMMIT; INSERT INTO inv VALUES ('a', 1, 19)")"
+
+# ---- fail closed: what per-node state cannot enforce
+check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"
+check "fencing_high_water of the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fencing_high_water('inv', '{\"item\": \"a\"}')")"
+shard_w1=$(q $C "SELECT shard_name('inv'::regclass, shardid) FROM citus_shards WHERE table_name = 'inv'::regclass AND nodeport = $W1 LIMIT 1")
+check "fencing_advance on a worker's shard refused" "0A000" \
+    "$(state $W1 "SELECT fencing_advance('$shard_w1', 50, '{\"item\": \"zz\"}')")"
+q $C "SET fencing.auto_protect = off; CREATE TABLE orders (id bigint PRIMARY KEY, res text NOT NULL, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('orders', 'id', shard_count => 4)" >/dev/null
+check "orders is distributed" "h" "$(q $C "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'orders'::regclass")"
+check "resource scope on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_protect('orders', scope => 'resource', resource_column => 'res')")"
+check "table scope on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_protect('orders', scope => 'table')")"
+check "resource scope on any shard (workers) refused: 0 of 4 succeed" "0" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('orders', \$\$SELECT fencing_protect('%s', scope => 'resource', resource_column => 'res')\$\$) WHERE success")"
+check "table scope on any shard (workers) refused: 0 of 4 succeed" "0" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('orders', \$\$SELECT fencing_protect('%s', scope => 'table')\$\$) WHERE success")"
+# A shard left in resource scope (by 1.5, or by hand): every write to it is refused.
+shard_o=$(q $C "SELECT shard_name('orders'::regclass, shardid) FROM citus_shards WHERE table_name = 'orders'::regclass AND nodeport = $W1 LIMIT 1")
+id_o=$(q $C "SELECT g FROM generate_series(1, 1000) g WHERE shard_name('orders'::regclass, get_shard_id_for_distribution_column('orders', g)) = '$shard_o' LIMIT 1")
+q $W1 "INSERT INTO fencing.protected (relid, token_column, scope, resource_column, resource_namespace) VALUES ('$shard_o', 'fence', 'resource', 'res', 'default')" >/dev/null
+check "a shard left in resource scope: the write through the coordinator refused" "0A000" \
+    "$(state $C "INSERT INTO orders VALUES ($id_o, 'r', 5)")"
+check "a shard left in resource scope: a direct write on the worker refused" "0A000" \
+    "$(state $W1 "INSERT INTO $shard_o VALUES ($id_o, 'r', 5)")"
+check "a shard left in resource scope: no HWM was raised on the worker" "0" \
+    "$(q $W1 "SELECT count(*) FROM fencing.resource_hwm")"
+
+# ---- shard moves: a shard with tombstones stays; one without moves
+q $C "SET fencing.auto_protect = off; CREATE TABLE mv (k text PRIMARY KEY, v int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('mv', 'k', shard_count => 4)" >/dev/null
+q $C "INSERT INTO mv SELECT 'k'||g, g, 10 FROM generate_series(1, 400) g" >/dev/null
+sh_t=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = 'mv'::regclass AND nodeport = $W1 ORDER BY shardid LIMIT 1")
+sh_n=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = 'mv'::regclass AND nodeport = $W1 ORDER BY shardid OFFSET 1 LIMIT 1")
+key_t=$(q $C "SELECT k FROM mv WHERE get_shard_id_for_distribution_column('mv', k) = $sh_t LIMIT 1")
+q $C "DELETE FROM mv WHERE k = '$key_t' AND fence = 10" >/dev/null
+q $C "UPDATE mv SET v = 0, fence = 30 WHERE k = '$key_t'" >/dev/null
+q $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 30; DELETE FROM mv WHERE k = '$key_t'; COMMIT;" >/dev/null
+check "the deleted key left a tombstone on its worker" "1" \
+    "$(q $W1 "SELECT count(*) FROM fencing.row_tombstone")"
+check "logical move of the shard with a tombstone refused" "0A000" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_t, '127.0.0.1', $W1, '127.0.0.1', $W2, shard_transfer_mode => 'force_logical')")"
+check "the refused shard stayed on its worker" "$W1" \
+    "$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_t")"
+check "the stale re-insert of the deleted key is still refused" "TF001" \
+    "$(state $C "INSERT INTO mv VALUES ('$key_t', 0, 29)")"
+check "logical move of a shard without tombstones allowed" "ok" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_n, '127.0.0.1', $W1, '127.0.0.1', $W2, shard_transfer_mode => 'force_logical')")"
+check "the moved shard is protected in row scope on its new worker" "row" \
+    "$(q $W2 "SELECT scope FROM fencing_protected WHERE table_name = (SELECT shard_name('mv'::regclass, $sh_n))::regclass")"
+check "a stale UPDATE of a moved row refused on the new worker" "TF001" \
+    "$(state $C "UPDATE mv SET v = 1, fence = 9 WHERE k = (SELECT k FROM mv WHERE get_shard_id_for_distribution_column('mv', k) = $sh_n LIMIT 1)")"
+
+# ---- a plain (non-Citus) table on a worker keeps its single-node behaviour
+q $W1 "CREATE TABLE local_t (k int PRIMARY KEY, res text NOT NULL, fence fencing_token)" >/dev/null
+check "resource scope on a worker's own local table allowed" "ok" \
+    "$(state $W1 "SELECT fencing_protect('local_t', scope => 'resource', resource_column => 'res')")"
+
+finish

@@ -1,0 +1,150 @@
+// Unit tests for the Citus refusal rules (core/citus.hpp): what runs on a
+// coordinator, what a worker refuses, which scopes a distributed table takes.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/citus.hpp"
+
+using fencing::CitusAction;
+using fencing::CitusFacts;
+using fencing::CitusRole;
+using fencing::CitusTable;
+using fencing::CitusTableOf;
+using fencing::JudgeOnCitus;
+using fencing::Scope;
+
+namespace {
+
+CitusFacts Facts(CitusRole role, CitusAction action, CitusTable table = CitusTable::kPlain,
+                 bool shard = false, Scope scope = Scope::kRow) {
+    CitusFacts f;
+    f.role = role;
+    f.action = action;
+    f.table = table;
+    f.shard = shard;
+    f.scope = scope;
+    return f;
+}
+
+const CitusRole kRoles[] = {CitusRole::kAbsent, CitusRole::kCoordinator, CitusRole::kWorker};
+const CitusTable kTables[] = {CitusTable::kPlain, CitusTable::kLocal, CitusTable::kReference,
+                              CitusTable::kDistributed};
+const Scope kScopes[] = {Scope::kRow, Scope::kResource, Scope::kTable};
+const CitusAction kActions[] = {CitusAction::kLease,    CitusAction::kResourceAdvance,
+                                CitusAction::kAdvance,  CitusAction::kProtect,
+                                CitusAction::kWrite,    CitusAction::kHighWaterRead,
+                                CitusAction::kShardMove};
+
+}  // namespace
+
+TEST(CitusTableOf, FromPartitionMetadata) {
+    EXPECT_EQ(CitusTableOf('h', 's'), CitusTable::kDistributed);
+    EXPECT_EQ(CitusTableOf('r', 'c'), CitusTable::kDistributed);
+    EXPECT_EQ(CitusTableOf('a', 'c'), CitusTable::kDistributed);
+    EXPECT_EQ(CitusTableOf('n', 't'), CitusTable::kReference);
+    EXPECT_EQ(CitusTableOf('n', 's'), CitusTable::kLocal);
+}
+
+TEST(JudgeOnCitus, WithoutCitusNothingIsRefused) {
+    for (CitusAction a : kActions)
+        for (CitusTable t : kTables)
+            for (Scope s : kScopes)
+                for (bool shard : {false, true})
+                    EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kAbsent, a, t, shard, s)), nullptr);
+}
+
+TEST(JudgeOnCitus, LeasesOnlyOnTheCoordinator) {
+    for (CitusAction a : {CitusAction::kLease, CitusAction::kResourceAdvance}) {
+        EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kCoordinator, a)), nullptr);
+        const auto *r = JudgeOnCitus(Facts(CitusRole::kWorker, a));
+        ASSERT_NE(r, nullptr);
+        EXPECT_NE(r->detail, nullptr);
+        EXPECT_NE(r->hint, nullptr);
+        EXPECT_NE(std::string(r->hint).find("coordinator"), std::string::npos);
+    }
+}
+
+TEST(JudgeOnCitus, AdvanceRefusedOnWorkersAndOnSpreadTables) {
+    for (CitusTable t : kTables) {
+        EXPECT_NE(JudgeOnCitus(Facts(CitusRole::kWorker, CitusAction::kAdvance, t)), nullptr);
+        EXPECT_NE(JudgeOnCitus(Facts(CitusRole::kWorker, CitusAction::kAdvance, t, true)), nullptr);
+    }
+    EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kCoordinator, CitusAction::kAdvance)), nullptr);
+    EXPECT_EQ(
+        JudgeOnCitus(Facts(CitusRole::kCoordinator, CitusAction::kAdvance, CitusTable::kLocal)),
+        nullptr);
+    EXPECT_NE(JudgeOnCitus(
+                  Facts(CitusRole::kCoordinator, CitusAction::kAdvance, CitusTable::kDistributed)),
+              nullptr);
+    EXPECT_NE(
+        JudgeOnCitus(Facts(CitusRole::kCoordinator, CitusAction::kAdvance, CitusTable::kReference)),
+        nullptr);
+}
+
+TEST(JudgeOnCitus, SharedScopesRefusedOnDistributedTablesAndShards) {
+    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker})
+        for (CitusAction a : {CitusAction::kProtect, CitusAction::kWrite})
+            for (bool shard : {false, true}) {
+                EXPECT_EQ(
+                    JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, Scope::kRow)),
+                    nullptr);
+                for (Scope s : {Scope::kResource, Scope::kTable}) {
+                    EXPECT_NE(JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, s)),
+                              nullptr);
+                    // One placement, or every placement in one 2PC transaction.
+                    EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kReference, shard, s)),
+                              nullptr);
+                    EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kLocal, shard, s)), nullptr);
+                    EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kPlain, shard, s)), nullptr);
+                }
+            }
+}
+
+TEST(JudgeOnCitus, HighWaterOfTheCoordinatorsMetadataTableRefused) {
+    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker}) {
+        for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference}) {
+            EXPECT_NE(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, t)), nullptr);
+            EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, t, true)), nullptr);
+        }
+        EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, CitusTable::kPlain)),
+                  nullptr);
+    }
+}
+
+TEST(JudgeOnCitus, ShardMoveRefusedOnlyWithTombstones) {
+    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker}) {
+        CitusFacts f = Facts(role, CitusAction::kShardMove, CitusTable::kDistributed, true);
+        EXPECT_EQ(JudgeOnCitus(f), nullptr);
+        f.tombstones = true;
+        EXPECT_NE(JudgeOnCitus(f), nullptr);
+        // Not a shard (a plain publication of the table itself), or not distributed.
+        f.shard = false;
+        EXPECT_EQ(JudgeOnCitus(f), nullptr);
+        f.shard = true;
+        f.table = CitusTable::kReference;
+        EXPECT_EQ(JudgeOnCitus(f), nullptr);
+    }
+    CitusFacts absent =
+        Facts(CitusRole::kAbsent, CitusAction::kShardMove, CitusTable::kDistributed, true);
+    absent.tombstones = true;
+    EXPECT_EQ(JudgeOnCitus(absent), nullptr);
+}
+
+TEST(JudgeOnCitus, EveryRefusalIsComplete) {
+    for (CitusRole role : kRoles)
+        for (CitusAction a : kActions)
+            for (CitusTable t : kTables)
+                for (Scope s : kScopes)
+                    for (int bits = 0; bits < 4; ++bits) {
+                        CitusFacts f = Facts(role, a, t, bits & 1, s);
+                        f.tombstones = bits & 2;
+                        const auto *r = JudgeOnCitus(f);
+                        if (r == nullptr)
+                            continue;
+                        EXPECT_NE(r->message, nullptr);
+                        EXPECT_NE(r->detail, nullptr);
+                        EXPECT_NE(r->hint, nullptr);
+                        EXPECT_NE(std::string(r->hint).find("docs/citus.md"), std::string::npos);
+                    }
+}
