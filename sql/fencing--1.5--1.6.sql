@@ -586,3 +586,16 @@ CREATE FUNCTION @extschema@.fencing_reset_restored(target pg_catalog.regclass)
     RETURNS pg_catalog.bool AS 'MODULE_PATHNAME', 'fencing_reset_restored' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@.fencing_reset_restored(pg_catalog.regclass) IS
     'accepts that a table restored without its fencing state lost it: its writes are fenced again under its policy (owner only; logged in fencing.reset_log)';
+
+-- == Citus: shard moves that would leave tombstones behind are refused ==
+-- A logical shard move publishes the shard on its source worker (CREATE
+-- PUBLICATION ... FOR TABLE <shard>); the shard's tombstones in
+-- fencing.row_tombstone would stay behind. The publication of a shard of a
+-- fenced row-scope table with tombstones is refused (0A000), so the move
+-- fails and the shard stays (src/pg/ddl/citus_moves.hpp, docs/citus.md).
+-- An event trigger rather than a hook: it loads the library in any session,
+-- preloaded or not. ENABLE ALWAYS, as the other DDL checks.
+CREATE EVENT TRIGGER fencing_publication_check ON ddl_command_start
+    WHEN TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION')
+    EXECUTE FUNCTION fencing.ddl_check_start();
+ALTER EVENT TRIGGER fencing_publication_check ENABLE ALWAYS;

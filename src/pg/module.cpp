@@ -19,7 +19,6 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/catalog/citus_node.hpp"
-#include "pg/ddl/citus_moves.hpp"
 #include "pg/worker/retire_worker.hpp"
 
 extern "C" {
@@ -62,7 +61,6 @@ void _PG_init(void) {
     fencing::pg::RegisterSubscriberCallbacks();
     fencing::pg::RegisterLeaseCallbacks();
     fencing::pg::RegisterTakeoverHooks();
-    fencing::pg::RegisterCitusMoveHook();
     // Last: its pre-commit writes run before the durability callback looks.
     fencing::pg::RegisterRemovedRowsCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);

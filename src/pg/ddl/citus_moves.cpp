@@ -10,14 +10,11 @@
 extern "C" {
 #include "catalog/namespace.h"
 #include "nodes/parsenodes.h"
-#include "tcop/utility.h"
 #include "utils/lsyscache.h"
 }
 
 namespace fencing::pg {
 namespace {
-
-ProcessUtility_hook_type previous_utility_hook = nullptr;
 
 // A shard of a distributed table, fenced in row scope, with tombstones.
 void RefusePublishedShard(const RangeVar *name) {
@@ -36,32 +33,25 @@ void RefusePublishedShard(const RangeVar *name) {
     RefuseOnCitus(CitusAction::kShardMove, relid, Scope::kRow, tombstones);
 }
 
-void RefuseLosingPublication(Node *stmt) {
-    if (!IsA(stmt, CreatePublicationStmt))
-        return;
+void RefusePublishedShards(List *objects) {
     ListCell *lc;
-    foreach (lc, castNode(CreatePublicationStmt, stmt)->pubobjects) {
+    foreach (lc, objects) {
         auto *object = static_cast<PublicationObjSpec *>(lfirst(lc));
         if (object->pubobjtype == PUBLICATIONOBJ_TABLE && object->pubtable != nullptr)
             RefusePublishedShard(object->pubtable->relation);
     }
 }
 
-void CheckUtility(PlannedStmt *pstmt, const char *query, bool read_only_tree,
-                  ProcessUtilityContext context, ParamListInfo params, QueryEnvironment *env,
-                  DestReceiver *dest, QueryCompletion *qc) {
-    RefuseLosingPublication(pstmt->utilityStmt);
-    if (previous_utility_hook != nullptr)
-        previous_utility_hook(pstmt, query, read_only_tree, context, params, env, dest, qc);
-    else
-        standard_ProcessUtility(pstmt, query, read_only_tree, context, params, env, dest, qc);
-}
-
 }  // namespace
 
-void RegisterCitusMoveHook() {
-    previous_utility_hook = ProcessUtility_hook;
-    ProcessUtility_hook = CheckUtility;
+void RefuseLosingPublication(Node *stmt) {
+    if (IsA(stmt, CreatePublicationStmt)) {
+        RefusePublishedShards(castNode(CreatePublicationStmt, stmt)->pubobjects);
+    } else if (IsA(stmt, AlterPublicationStmt)) {
+        auto *alter = castNode(AlterPublicationStmt, stmt);
+        if (alter->action != AP_DropObjects)
+            RefusePublishedShards(alter->pubobjects);
+    }
 }
 
 }  // namespace fencing::pg
