@@ -39,6 +39,14 @@ constexpr CitusRefusal kHighWaterCitusTable = {
     "Read the token column of the row through the coordinator, or call fencing_high_water() on "
     "the shard; see docs/citus.md."};
 
+constexpr CitusRefusal kProtectCitusShell = {
+    "the coordinator's table of a Citus table is not protected itself",
+    "It holds no rows: they live in its shards, which each worker protects in row scope as Citus "
+    "creates them (fencing.auto_protect). Guards on it would stop create_distributed_table and "
+    "break shard moves.",
+    "Leave it unprotected; set other policy options on the shards with run_command_on_shards(); "
+    "see docs/citus.md."};
+
 constexpr CitusRefusal kMoveWithTombstones = {
     "a shard of a fenced row-scope table that has tombstones cannot be moved",
     "Its tombstones (the high-water marks of deleted keys) are kept in this node's "
@@ -80,6 +88,9 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
                        ? &kMoveWithTombstones
                        : nullptr;
         case CitusAction::kProtect:
+            if (spread && !f.shard)
+                return &kProtectCitusShell;
+            [[fallthrough]];
         case CitusAction::kWrite:
             return f.table == CitusTable::kDistributed && Shared(f.scope) ? &kSharedScopeDistributed
                                                                           : nullptr;

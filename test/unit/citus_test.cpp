@@ -86,19 +86,40 @@ TEST(JudgeOnCitus, SharedScopesRefusedOnDistributedTablesAndShards) {
     for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker})
         for (CitusAction a : {CitusAction::kProtect, CitusAction::kWrite})
             for (bool shard : {false, true}) {
-                EXPECT_EQ(
-                    JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, Scope::kRow)),
-                    nullptr);
+                // Row scope: on a shard, and at write time; the coordinator's own
+                // table is never protected (TheCoordinatorsMetadataTableIsNotProtected).
+                if (shard || a == CitusAction::kWrite) {
+                    EXPECT_EQ(
+                        JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, Scope::kRow)),
+                        nullptr);
+                }
                 for (Scope s : {Scope::kResource, Scope::kTable}) {
                     EXPECT_NE(JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, s)),
                               nullptr);
                     // One placement, or every placement in one 2PC transaction.
-                    EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kReference, shard, s)),
-                              nullptr);
+                    if (shard || a == CitusAction::kWrite) {
+                        EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kReference, shard, s)),
+                                  nullptr);
+                    }
                     EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kLocal, shard, s)), nullptr);
                     EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kPlain, shard, s)), nullptr);
                 }
             }
+}
+
+TEST(JudgeOnCitus, TheCoordinatorsMetadataTableIsNotProtected) {
+    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker})
+        for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference})
+            for (Scope s : kScopes) {
+                EXPECT_NE(JudgeOnCitus(Facts(role, CitusAction::kProtect, t, false, s)), nullptr);
+                // A write never reaches it (Citus routes writes to the shards).
+                if (s == Scope::kRow) {
+                    EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kWrite, t, false, s)), nullptr);
+                }
+            }
+    EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kCoordinator, CitusAction::kProtect, CitusTable::kLocal,
+                                 false, Scope::kResource)),
+              nullptr);
 }
 
 TEST(JudgeOnCitus, HighWaterOfTheCoordinatorsMetadataTableRefused) {

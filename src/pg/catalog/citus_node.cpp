@@ -143,6 +143,12 @@ CitusTable CitusTableKind(Oid relid, bool *shard) {
     return kind;
 }
 
+bool IsCitusMetadataTable(Oid relid) {
+    bool shard;
+    CitusTable kind = CitusTableKind(relid, &shard);
+    return !shard && (kind == CitusTable::kDistributed || kind == CitusTable::kReference);
+}
+
 void ForgetCitusTables(Oid relid) {
     if (citus_tables == nullptr)
         return;

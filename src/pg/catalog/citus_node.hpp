@@ -21,6 +21,10 @@ CitusRole CitusNodeRole();
 // a table's relcache entry when it distributes or undistributes it).
 CitusTable CitusTableKind(Oid relid, bool *shard);
 
+// Whether relid is the logical table of a distributed or reference table
+// (the coordinator's table, or its shell on a worker): it holds no rows.
+bool IsCitusMetadataTable(Oid relid);
+
 // For module.cpp's relcache callback (InvalidOid: everything).
 void ForgetCitusTables(Oid relid);
 
