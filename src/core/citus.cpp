@@ -39,6 +39,15 @@ constexpr CitusRefusal kHighWaterCitusTable = {
     "Read the token column of the row through the coordinator, or call fencing_high_water() on "
     "the shard; see docs/citus.md."};
 
+constexpr CitusRefusal kFencedCallCitusTable = {
+    "fenced_update(), fenced_delete() and fenced_upsert() are refused on the coordinator's table "
+    "of a Citus table",
+    "They judge a write by the table's own policy and tombstones, which the coordinator's table "
+    "does not have: its rows and tombstones live in the shards, whose guards judge every write.",
+    "Write through the coordinator with the token in the row's token column, or with SET LOCAL "
+    "fencing.token inside BEGIN ... COMMIT and citus.propagate_set_commands = 'local'; see "
+    "docs/citus.md."};
+
 constexpr CitusRefusal kProtectCitusShell = {
     "the coordinator's table of a Citus table is not protected itself",
     "It holds no rows: they live in its shards, which each worker protects in row scope as Citus "
@@ -83,14 +92,17 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
             return spread ? &kAdvanceCitusTable : nullptr;
         case CitusAction::kHighWaterRead:
             return spread && !f.shard ? &kHighWaterCitusTable : nullptr;
+        case CitusAction::kFencedCall:
+            return spread && !f.shard ? &kFencedCallCitusTable : nullptr;
         case CitusAction::kShardMove:
             return f.table == CitusTable::kDistributed && f.shard && f.tombstones
                        ? &kMoveWithTombstones
                        : nullptr;
         case CitusAction::kProtect:
-            if (spread && !f.shard)
-                return &kProtectCitusShell;
-            [[fallthrough]];
+            // The scope's refusal first: it holds for the shards too.
+            if (f.table == CitusTable::kDistributed && Shared(f.scope))
+                return &kSharedScopeDistributed;
+            return spread && !f.shard ? &kProtectCitusShell : nullptr;
         case CitusAction::kWrite:
             return f.table == CitusTable::kDistributed && Shared(f.scope) ? &kSharedScopeDistributed
                                                                           : nullptr;

@@ -32,6 +32,7 @@ enum class CitusAction {
     kWrite,            // a guarded write (the guard trigger)
     kHighWaterRead,    // fencing_high_water(table, …)
     kShardMove,        // a shard published for a move (CREATE PUBLICATION)
+    kFencedCall,       // fenced_update(), fenced_delete(), fenced_upsert() (and _result)
 };
 
 struct CitusFacts {

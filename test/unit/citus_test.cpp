@@ -31,10 +31,10 @@ const CitusRole kRoles[] = {CitusRole::kAbsent, CitusRole::kCoordinator, CitusRo
 const CitusTable kTables[] = {CitusTable::kPlain, CitusTable::kLocal, CitusTable::kReference,
                               CitusTable::kDistributed};
 const Scope kScopes[] = {Scope::kRow, Scope::kResource, Scope::kTable};
-const CitusAction kActions[] = {CitusAction::kLease,    CitusAction::kResourceAdvance,
-                                CitusAction::kAdvance,  CitusAction::kProtect,
-                                CitusAction::kWrite,    CitusAction::kHighWaterRead,
-                                CitusAction::kShardMove};
+const CitusAction kActions[] = {CitusAction::kLease,     CitusAction::kResourceAdvance,
+                                CitusAction::kAdvance,   CitusAction::kProtect,
+                                CitusAction::kWrite,     CitusAction::kHighWaterRead,
+                                CitusAction::kShardMove, CitusAction::kFencedCall};
 
 }  // namespace
 
@@ -122,15 +122,16 @@ TEST(JudgeOnCitus, TheCoordinatorsMetadataTableIsNotProtected) {
               nullptr);
 }
 
-TEST(JudgeOnCitus, HighWaterOfTheCoordinatorsMetadataTableRefused) {
-    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker}) {
-        for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference}) {
-            EXPECT_NE(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, t)), nullptr);
-            EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, t, true)), nullptr);
+TEST(JudgeOnCitus, HighWaterAndFencedCallsOnTheCoordinatorsMetadataTableRefused) {
+    for (CitusAction a : {CitusAction::kHighWaterRead, CitusAction::kFencedCall})
+        for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker}) {
+            for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference}) {
+                EXPECT_NE(JudgeOnCitus(Facts(role, a, t)), nullptr);
+                EXPECT_EQ(JudgeOnCitus(Facts(role, a, t, true)), nullptr);
+            }
+            EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kPlain)), nullptr);
+            EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kLocal)), nullptr);
         }
-        EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kHighWaterRead, CitusTable::kPlain)),
-                  nullptr);
-    }
 }
 
 TEST(JudgeOnCitus, ShardMoveRefusedOnlyWithTombstones) {
