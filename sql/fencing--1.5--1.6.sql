@@ -599,3 +599,17 @@ CREATE EVENT TRIGGER fencing_publication_check ON ddl_command_start
     WHEN TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION')
     EXECUTE FUNCTION fencing.ddl_check_start();
 ALTER EVENT TRIGGER fencing_publication_check ENABLE ALWAYS;
+
+-- == Citus: distributing a fenced table ==
+-- The coordinator's table of a distributed or reference table is metadata:
+-- its policy and guards go (Citus refuses a table with triggers), and each
+-- worker protects the shards Citus creates in row scope (auto-protection),
+-- also on later moves and splits. Refused (0A000) when state outside the
+-- rows (tombstones, a floor, a table HWM) or a non-default policy would be
+-- lost (src/pg/api/citus_distribute.cpp, docs/citus.md).
+CREATE FUNCTION @extschema@.fencing_distribute(target pg_catalog.regclass,
+        distribution_column pg_catalog.text DEFAULT NULL,
+        colocate_with pg_catalog.text DEFAULT 'default')
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_distribute' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_distribute(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'Citus: distributes a fenced table (a reference table without distribution_column); its shards are fenced in row scope on the workers (table owner)';

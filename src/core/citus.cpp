@@ -63,6 +63,29 @@ constexpr CitusRefusal kMoveWithTombstones = {
     "be re-inserted with a stale token.",
     "Leave the shard where it is; see docs/citus.md for what moves and what is refused."};
 
+constexpr CitusRefusal kDistributeWithoutCitus = {
+    "fencing_distribute() needs Citus",
+    "There is no Citus in this database (pg_dist_local_group is missing).",
+    "CREATE EXTENSION citus on every node first; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeOnWorker = {
+    "fencing_distribute() runs on the Citus coordinator",
+    "This node is a Citus worker: tables are distributed from the coordinator.",
+    "Call it on the coordinator; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeWithState = {
+    "a table with tombstones, a tombstone floor or a table high-water mark cannot be distributed",
+    "That state is kept on this node, keyed by this table: its shards would not see it, so a "
+    "deleted key could come back with a stale token.",
+    "Distribute the table before deleting from it; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeCustomPolicy = {
+    "fencing_distribute() keeps only the default row-scope policy",
+    "Each worker protects its shards as Citus creates them (also on moves and splits) with "
+    "auto-protection's defaults; strict, on_stale => 'skip', require_token => false or another "
+    "scope would be lost on them.",
+    "Protect the table with the defaults first (fencing_protect(table)); see docs/citus.md."};
+
 bool Shared(Scope scope) noexcept {
     return scope != Scope::kRow;
 }
@@ -75,7 +98,21 @@ CitusTable CitusTableOf(char partmethod, char repmodel) noexcept {
     return repmodel == 't' ? CitusTable::kReference : CitusTable::kLocal;
 }
 
+static const CitusRefusal *JudgeDistribute(const CitusFacts &f) noexcept {
+    if (f.role == CitusRole::kAbsent)
+        return &kDistributeWithoutCitus;
+    if (f.role == CitusRole::kWorker)
+        return &kDistributeOnWorker;
+    if (f.tombstones)
+        return &kDistributeWithState;
+    if (f.table == CitusTable::kDistributed && Shared(f.scope))
+        return &kSharedScopeDistributed;
+    return f.custom_policy ? &kDistributeCustomPolicy : nullptr;
+}
+
 const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
+    if (f.action == CitusAction::kDistribute)
+        return JudgeDistribute(f);
     if (f.role == CitusRole::kAbsent)
         return nullptr;
     bool worker = f.role == CitusRole::kWorker;
@@ -94,6 +131,8 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
             return spread && !f.shard ? &kHighWaterCitusTable : nullptr;
         case CitusAction::kFencedCall:
             return spread && !f.shard ? &kFencedCallCitusTable : nullptr;
+        case CitusAction::kDistribute:
+            break;  // JudgeDistribute
         case CitusAction::kShardMove:
             return f.table == CitusTable::kDistributed && f.shard && f.tombstones
                        ? &kMoveWithTombstones

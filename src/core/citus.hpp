@@ -33,6 +33,7 @@ enum class CitusAction {
     kHighWaterRead,    // fencing_high_water(table, …)
     kShardMove,        // a shard published for a move (CREATE PUBLICATION)
     kFencedCall,       // fenced_update(), fenced_delete(), fenced_upsert() (and _result)
+    kDistribute,       // fencing_distribute(): `table` is what the table becomes
 };
 
 struct CitusFacts {
@@ -41,7 +42,12 @@ struct CitusFacts {
     CitusTable table = CitusTable::kPlain;  // the table acted on, if any
     bool shard = false;                     // the table is a shard (placement) of `table`
     Scope scope = Scope::kRow;              // kProtect, kWrite: the policy's scope
-    bool tombstones = false;                // kShardMove: the shard has row tombstones
+    // kShardMove: the shard has row tombstones. kDistribute: the table has
+    // state outside its rows on this node (tombstones, a floor, a table HWM).
+    bool tombstones = false;
+    // kDistribute: the table's policy differs from what auto-protection
+    // gives each shard (strict, on_stale, require_token, another scope).
+    bool custom_policy = false;  // kShardMove: the shard has row tombstones
 };
 
 // Why an operation is refused: errmsg, errdetail and errhint texts (no

@@ -128,6 +128,30 @@ check "… and its guards do not block a shard move (no trigger on the coordinat
 check "… while each of its 4 shards is protected in row scope on its worker" "4" \
     "$(q $C "SELECT count(*) FROM run_command_on_shards('late', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
 
+# ---- fencing_distribute: a fenced (auto-protected) table with rows becomes distributed
+q $C "CREATE TABLE acct (id int PRIMARY KEY, bal int, fence fencing_token)" >/dev/null
+q $C "INSERT INTO acct SELECT g, 0, 5 FROM generate_series(1, 50) g" >/dev/null
+check "create_distributed_table of the fenced table itself: Citus refuses (triggers)" "XX000" \
+    "$(state $C "SELECT create_distributed_table('acct', 'id')")"
+check "fencing_distribute of the fenced table" "ok" "$(state $C "SELECT fencing_distribute('acct', 'id')")"
+check "every shard of acct protected in row scope on its worker" \
+    "$(q $C "SELECT count(*) FROM citus_shards WHERE table_name = 'acct'::regclass")" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('acct', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
+check "its 50 rows moved to the shards with their tokens" "50" "$(q $C "SELECT count(*) FROM acct WHERE fence = 5")"
+check "a stale UPDATE of a distributed row refused" "TF001" "$(state $C "UPDATE acct SET bal = 1, fence = 4 WHERE id = 7")"
+q $C "CREATE TABLE acct_strict (id int PRIMARY KEY, fence fencing_token); SELECT fencing_protect('acct_strict', strict => true)" >/dev/null
+check "fencing_distribute of a strict table refused (its shards would not be strict)" "0A000" \
+    "$(state $C "SELECT fencing_distribute('acct_strict', 'id')")"
+q $C "CREATE TABLE acct_del (id int PRIMARY KEY, fence fencing_token); INSERT INTO acct_del VALUES (1, 5); DELETE FROM acct_del WHERE fence = 5 AND id = 1" >/dev/null
+q $C "BEGIN; SET LOCAL fencing.token = 6; DELETE FROM acct_del; INSERT INTO acct_del VALUES (2, 6); DELETE FROM acct_del WHERE id = 2; COMMIT;" >/dev/null
+check "fencing_distribute of a table with tombstones refused" "0A000" \
+    "$(state $C "SELECT fencing_distribute('acct_del', 'id')")"
+q $C "CREATE TABLE refd (k text PRIMARY KEY, v int, fence fencing_token); INSERT INTO refd VALUES ('a', 1, 10)" >/dev/null
+check "fencing_distribute of a fenced table as a reference table" "ok" "$(state $C "SELECT fencing_distribute('refd')")"
+check "its placement on each of the 3 nodes is protected in row scope" "1,1,1" \
+    "$(q $C "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM fencing_protected WHERE table_name::text LIKE 'refd\\_%' AND scope = 'row'\$\$)")"
+check "a stale write to the reference table refused" "TF001" "$(state $C "UPDATE refd SET v = 2, fence = 9 WHERE k = 'a'")"
+
 # ---- fail closed: what per-node state cannot enforce
 check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
     "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"

@@ -31,10 +31,10 @@ const CitusRole kRoles[] = {CitusRole::kAbsent, CitusRole::kCoordinator, CitusRo
 const CitusTable kTables[] = {CitusTable::kPlain, CitusTable::kLocal, CitusTable::kReference,
                               CitusTable::kDistributed};
 const Scope kScopes[] = {Scope::kRow, Scope::kResource, Scope::kTable};
-const CitusAction kActions[] = {CitusAction::kLease,     CitusAction::kResourceAdvance,
-                                CitusAction::kAdvance,   CitusAction::kProtect,
-                                CitusAction::kWrite,     CitusAction::kHighWaterRead,
-                                CitusAction::kShardMove, CitusAction::kFencedCall};
+const CitusAction kActions[] = {
+    CitusAction::kLease,     CitusAction::kResourceAdvance, CitusAction::kAdvance,
+    CitusAction::kProtect,   CitusAction::kWrite,           CitusAction::kHighWaterRead,
+    CitusAction::kShardMove, CitusAction::kFencedCall,      CitusAction::kDistribute};
 
 }  // namespace
 
@@ -47,11 +47,14 @@ TEST(CitusTableOf, FromPartitionMetadata) {
 }
 
 TEST(JudgeOnCitus, WithoutCitusNothingIsRefused) {
-    for (CitusAction a : kActions)
+    for (CitusAction a : kActions) {
+        if (a == CitusAction::kDistribute)
+            continue;  // it needs Citus (DistributeOnTheCoordinator...)
         for (CitusTable t : kTables)
             for (Scope s : kScopes)
                 for (bool shard : {false, true})
                     EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kAbsent, a, t, shard, s)), nullptr);
+    }
 }
 
 TEST(JudgeOnCitus, LeasesOnlyOnTheCoordinator) {
@@ -153,14 +156,40 @@ TEST(JudgeOnCitus, ShardMoveRefusedOnlyWithTombstones) {
     EXPECT_EQ(JudgeOnCitus(absent), nullptr);
 }
 
+TEST(JudgeOnCitus, DistributeOnTheCoordinatorWithoutStateOrCustomPolicy) {
+    CitusFacts f =
+        Facts(CitusRole::kCoordinator, CitusAction::kDistribute, CitusTable::kDistributed);
+    EXPECT_EQ(JudgeOnCitus(f), nullptr);
+    f.table = CitusTable::kReference;
+    EXPECT_EQ(JudgeOnCitus(f), nullptr);
+    // A reference table keeps a shared scope (every placement in one 2PC
+    // transaction) but not a custom policy.
+    f.scope = Scope::kResource;
+    EXPECT_EQ(JudgeOnCitus(f), nullptr);
+    f.table = CitusTable::kDistributed;
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+    f.scope = Scope::kRow;
+    f.custom_policy = true;
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+    f.custom_policy = false;
+    f.tombstones = true;
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+    f.tombstones = false;
+    f.role = CitusRole::kWorker;
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+    f.role = CitusRole::kAbsent;
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+}
+
 TEST(JudgeOnCitus, EveryRefusalIsComplete) {
     for (CitusRole role : kRoles)
         for (CitusAction a : kActions)
             for (CitusTable t : kTables)
                 for (Scope s : kScopes)
-                    for (int bits = 0; bits < 4; ++bits) {
+                    for (int bits = 0; bits < 8; ++bits) {
                         CitusFacts f = Facts(role, a, t, bits & 1, s);
                         f.tombstones = bits & 2;
+                        f.custom_policy = bits & 4;
                         const auto *r = JudgeOnCitus(f);
                         if (r == nullptr)
                             continue;

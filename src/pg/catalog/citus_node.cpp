@@ -160,15 +160,7 @@ void ForgetCitusTables(Oid relid) {
     citus_tables = nullptr;
 }
 
-void RefuseOnCitus(CitusAction action, Oid relid, Scope scope, bool tombstones) {
-    if (!CitusInstalled())
-        return;
-    CitusFacts facts;
-    facts.role = CitusNodeRole();
-    facts.action = action;
-    facts.scope = scope;
-    facts.tombstones = tombstones;
-    facts.table = CitusTableKind(relid, &facts.shard);
+void RefuseJudged(const CitusFacts &facts, Oid relid) {
     const CitusRefusal *refusal = JudgeOnCitus(facts);
     if (refusal == nullptr)
         return;
@@ -178,6 +170,18 @@ void RefuseOnCitus(CitusAction action, Oid relid, Scope scope, bool tombstones) 
                         errdetail("%s", refusal->detail), errhint("%s", refusal->hint)));
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s", refusal->message),
                     errdetail("%s", refusal->detail), errhint("%s", refusal->hint)));
+}
+
+void RefuseOnCitus(CitusAction action, Oid relid, Scope scope, bool tombstones) {
+    if (!CitusInstalled())
+        return;
+    CitusFacts facts;
+    facts.role = CitusNodeRole();
+    facts.action = action;
+    facts.scope = scope;
+    facts.tombstones = tombstones;
+    facts.table = CitusTableKind(relid, &facts.shard);
+    RefuseJudged(facts, relid);
 }
 
 }  // namespace fencing::pg

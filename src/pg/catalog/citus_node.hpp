@@ -25,6 +25,10 @@ CitusTable CitusTableKind(Oid relid, bool *shard);
 // (the coordinator's table, or its shell on a worker): it holds no rows.
 bool IsCitusMetadataTable(Oid relid);
 
+// Refuses (0A000) what JudgeOnCitus refuses for facts the caller gathered;
+// relid (InvalidOid: none) is named in the message.
+void RefuseJudged(const CitusFacts &facts, Oid relid);
+
 // For module.cpp's relcache callback (InvalidOid: everything).
 void ForgetCitusTables(Oid relid);
 
