@@ -78,6 +78,15 @@ bool ShardMetadata(Oid relid, CitusTable *kind) {
     Oid table = DatumGetObjectId(FirstRowColumn(1, &isnull));
     if (isnull || table == relid || get_rel_namespace(table) != get_rel_namespace(relid))
         return false;
+    // <table>_<shardid> in full when it fits (else Citus shortens the table's
+    // part): a table of the user's that only ends like a shard is no shard.
+    char expected[2 * NAMEDATALEN];
+    const char *table_name = get_rel_name(table);
+    if (table_name == nullptr)
+        return false;
+    snprintf(expected, sizeof(expected), "%s_" INT64_FORMAT, table_name, shardid);
+    if (strlen(expected) < NAMEDATALEN && strcmp(expected, name) != 0)
+        return false;
     return PartitionMetadata(table, kind);
 }
 
