@@ -152,6 +152,22 @@ check "its placement on each of the 3 nodes is protected in row scope" "1,1,1" \
     "$(q $C "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM fencing_protected WHERE table_name::text LIKE 'refd\\_%' AND scope = 'row'\$\$)")"
 check "a stale write to the reference table refused" "TF001" "$(state $C "UPDATE refd SET v = 2, fence = 9 WHERE k = 'a'")"
 
+shard_a=$(q $C "SELECT shard_name('inv'::regclass, get_shard_id_for_distribution_column('inv', 'b'))")
+port_a=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('inv', 'b')")
+check "a stale write directly on the worker's shard refused" "TF001" \
+    "$(state $port_a "UPDATE $shard_a SET stock = 5, fence = 29 WHERE item = 'b'")"
+
+# ---- leases from every node: no token issued twice
+tokens=""
+for i in 1 2 3 4 5; do
+    for p in $W1 $W2; do q $p "SELECT fencing_acquire('hot', 'w$p-$i', '1 s')" >/dev/null; done
+    t=$(q $C "SELECT fencing_acquire('hot', 'c$i', '30 s')")
+    tokens="$tokens $t"
+    q $C "SELECT fencing_release('hot', $t)" >/dev/null
+done
+check "5 rounds of acquires on all three nodes: the coordinator issued 5 distinct tokens, none twice" "5 5" \
+    "$(tr ' ' '\n' <<< "$tokens" | grep -c .) $(tr ' ' '\n' <<< "$tokens" | grep . | sort -u | wc -l)"
+
 # ---- fail closed: what per-node state cannot enforce
 check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
     "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"
