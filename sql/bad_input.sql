@@ -308,6 +308,10 @@ INSERT INTO catalogue (fn, input, sql) VALUES
 ('fencing_unprotect(regclass)', 'dropped table', format($$SELECT fencing_unprotect(%s)$$, :dropped_oid)),
 ('fencing_unprotect(regclass)', 'OID 0', $$SELECT fencing_unprotect(0)$$),
 ('fencing_unprotect(regclass)', 'unprotected table', $$SELECT fencing_unprotect('bi_plain')$$),
+('fencing_distribute(regclass,text,text)', 'NULL target', $$SELECT fencing_distribute(NULL)$$),
+('fencing_distribute(regclass,text,text)', 'unknown table', $$SELECT fencing_distribute('no_such_table', 'k')$$),
+('fencing_distribute(regclass,text,text)', 'OID 0', $$SELECT fencing_distribute(0)$$),
+('fencing_distribute(regclass,text,text)', 'without Citus', $$SELECT fencing_distribute('bi_row', 'k')$$),
 ('fencing_unprotect(regclass)', 'a catalog', $$SELECT fencing_unprotect('pg_class')$$),
 ('fencing_unprotect(regclass)', 'wrong type', $$SELECT fencing_unprotect(true)$$),
 ('fencing_unprotect(regclass)', 'mixed case', $$SELECT fencing_unprotect('"My Schema"."Mixed Case"') AND fencing_protect('"My Schema"."Mixed Case"', token_column => 'Fence "Token"', scope => 'resource', resource_column => 'Res.Col', resource_namespace => 'Mixed NS ü') IS NOT NULL$$);

@@ -587,3 +587,30 @@ CREATE FUNCTION @extschema@.fencing_reset_restored(target pg_catalog.regclass)
     RETURNS pg_catalog.bool AS 'MODULE_PATHNAME', 'fencing_reset_restored' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION @extschema@.fencing_reset_restored(pg_catalog.regclass) IS
     'accepts that a table restored without its fencing state lost it: its writes are fenced again under its policy (owner only; logged in fencing.reset_log)';
+
+-- == Citus: shard moves that would leave tombstones behind are refused ==
+-- A logical shard move publishes the shard on its source worker (CREATE
+-- PUBLICATION ... FOR TABLE <shard>); the shard's tombstones in
+-- fencing.row_tombstone would stay behind. The publication of a shard of a
+-- fenced row-scope table with tombstones is refused (0A000), so the move
+-- fails and the shard stays (src/pg/ddl/citus_moves.hpp, docs/citus.md).
+-- An event trigger rather than a hook: it loads the library in any session,
+-- preloaded or not. ENABLE ALWAYS, as the other DDL checks.
+CREATE EVENT TRIGGER fencing_publication_check ON ddl_command_start
+    WHEN TAG IN ('CREATE PUBLICATION', 'ALTER PUBLICATION')
+    EXECUTE FUNCTION fencing.ddl_check_start();
+ALTER EVENT TRIGGER fencing_publication_check ENABLE ALWAYS;
+
+-- == Citus: distributing a fenced table ==
+-- The coordinator's table of a distributed or reference table is metadata:
+-- its policy and guards go (Citus refuses a table with triggers), and each
+-- worker protects the shards Citus creates in row scope (auto-protection),
+-- also on later moves and splits. Refused (0A000) when state outside the
+-- rows (tombstones, a floor, a table HWM) or a non-default policy would be
+-- lost (src/pg/api/citus_distribute.cpp, docs/citus.md).
+CREATE FUNCTION @extschema@.fencing_distribute(target pg_catalog.regclass,
+        distribution_column pg_catalog.text DEFAULT NULL,
+        colocate_with pg_catalog.text DEFAULT 'default')
+    RETURNS void AS 'MODULE_PATHNAME', 'fencing_distribute' LANGUAGE C VOLATILE;
+COMMENT ON FUNCTION @extschema@.fencing_distribute(pg_catalog.regclass, pg_catalog.text, pg_catalog.text) IS
+    'Citus: distributes a fenced table (a reference table without distribution_column); its shards are fenced in row scope on the workers (table owner)';

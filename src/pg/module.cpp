@@ -19,6 +19,7 @@
 #include "pg/api/takeover.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/worker/retire_worker.hpp"
 
 extern "C" {
@@ -36,6 +37,7 @@ void ForgetRelation(Datum, Oid relid) {
     fencing::pg::ForgetReplicatedRelations(relid);
     fencing::pg::ForgetStoreTables(relid);
     fencing::pg::ForgetCheckedRowKey(relid);
+    fencing::pg::ForgetCitusTables(relid);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include "pg/keys/resource_key.hpp"
 #include "pg/catalog/namespaces.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/keys/tombstone_key.hpp"
@@ -241,6 +242,7 @@ FENCING_FUNCTION(fencing_resource_advance) {
                 (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("resource must not be NULL")));
     char *resource = text_to_cstring(PG_GETARG_TEXT_PP(0));
     Token token = TokenArg(fcinfo, 1);
+    RefuseOnCitus(CitusAction::kResourceAdvance, InvalidOid, Scope::kRow);
     RequireStorableResourceKey(name_space, resource);
     InternalSession session;
     BeginInternal(&session);
@@ -254,6 +256,7 @@ FENCING_FUNCTION(fencing_advance) {
     Token token = TokenArg(fcinfo, 1);
     // As writes: UPDATE on the table, checked as the caller.
     RequireRelationPrivilege(relid, ACL_UPDATE);
+    RefuseOnCitus(CitusAction::kAdvance, relid, Scope::kRow);
     // The table's lock before its policy is read (AccessShare: only a swap's
     // or a DROP's ACCESS EXCLUSIVE waits for it, or is waited for). A table
     // swap (fencing_transfer_state) in flight is waited for; once it has

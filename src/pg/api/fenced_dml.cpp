@@ -15,6 +15,7 @@
 #include "pg/guard/fenced_call.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/keys/row_key.hpp"
+#include "pg/catalog/citus_node.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -465,6 +466,7 @@ FencedOutcome RunFencedCall(FunctionCallInfo fcinfo, DmlKind kind) {
     // statement itself then runs as the caller, column privileges and RLS
     // included.
     RequireWritePrivilege(args.relid, kind);
+    RefuseOnCitus(CitusAction::kFencedCall, args.relid, Scope::kRow);
     SPI_connect();
     PlanEntry *e = PlanFor(kind, args.relid, args.first, args.second);
     Datum *values;

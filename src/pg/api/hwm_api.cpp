@@ -9,6 +9,7 @@
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/namespaces.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/base/json_args.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/keys/resource_key.hpp"
@@ -217,6 +218,7 @@ FENCING_FUNCTION(fencing_high_water_table) {
     // Privilege check and key conversion as the caller, before any elevation.
     Oid relid = ExistingRelationArg(fcinfo, 0, "target");
     RequireRelationPrivilege(relid, ACL_SELECT);
+    RefuseOnCitus(CitusAction::kHighWaterRead, relid, Scope::kRow);
     ProtectedRow row;
     RequireProtectedTarget(fcinfo, &row);
     TargetKey key;

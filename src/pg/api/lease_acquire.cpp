@@ -14,6 +14,7 @@
 #include "pg/catalog/namespaces.hpp"
 #include "pg/base/stats.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/base/compat.hpp"
 
 extern "C" {
@@ -483,6 +484,7 @@ void RequireAcquireRights(const char *name_space, const char *on_subscriber, con
     Oid caller = GetUserId();
     if (on_subscriber != nullptr)
         RefuseLeaseOnSubscriber(on_subscriber);
+    RefuseOnCitus(CitusAction::kLease, InvalidOid, Scope::kRow);
     InternalSession session;
     BeginInternal(&session);
     RequireNamespaceWriter(name_space, caller, action);

@@ -13,6 +13,7 @@
 #include "pg/catalog/namespaces.hpp"
 #include "pg/base/stats.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/keys/resource_key.hpp"
 #include "pg/api/hwm_args.hpp"
 #include "pg/base/compat.hpp"
@@ -130,6 +131,7 @@ Datum ChangeLease(FunctionCallInfo fcinfo, bool renew) {
     const Interval *ttl = renew ? PositiveInterval(fcinfo, 2, "ttl") : nullptr;
     Oid caller = GetUserId();
     RefuseLeaseOnSubscriber(renew ? "renew a lease" : "release a lease");
+    RefuseOnCitus(fencing::CitusAction::kLease, InvalidOid, fencing::Scope::kRow);
     bool had_xid = GetTopTransactionIdIfAny() != InvalidTransactionId;
     XLogRecPtr before = XactLastRecEnd;
     InternalSession session;
@@ -362,6 +364,7 @@ FENCING_FUNCTION(fencing_check) {
     char *name_space = NamespaceArg(fcinfo, 2);
     char *resource = TextArg(fcinfo, 0, "resource");
     fencing::Token token = TokenArg(fcinfo, 1);
+    RefuseOnCitus(fencing::CitusAction::kLease, InvalidOid, fencing::Scope::kRow);
     RequireCheckRights(name_space);
     PG_RETURN_BOOL(TokenIsCurrent(name_space, resource, token));
 }

@@ -8,6 +8,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/namespaces.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/keys/resource_key.hpp"
 #include "pg/keys/row_key.hpp"
@@ -211,6 +212,7 @@ Datum Protect(FunctionCallInfo fcinfo) {
     memset(&row, 0, sizeof(row));
     row.relid = relid;
     ReadPolicyArgs(fcinfo, &row);
+    RefuseOnCitus(CitusAction::kProtect, relid, row.scope);
 
     LockPolicy(relid);
     // Ownership was checked above, as the caller; from here on the extension's

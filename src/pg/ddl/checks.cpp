@@ -12,6 +12,7 @@
 #include "pg/guard/install.hpp"
 #include "pg/base/guc.hpp"
 #include "pg/ddl/partition_removal.hpp"
+#include "pg/ddl/citus_moves.hpp"
 #include "pg/ddl/type_change.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
@@ -864,7 +865,8 @@ using namespace fencing::pg;
 
 // The ddl_command_start event triggers: ALTER TABLE, ALTER TYPE
 // (fencing_ddl_check_start), CREATE TABLE (fencing_ddl_check_create), and
-// DROP TABLE, DROP SCHEMA, DROP OWNED, DROP TYPE (fencing_ddl_check_drop).
+// DROP TABLE, DROP SCHEMA, DROP OWNED, DROP TYPE (fencing_ddl_check_drop),
+// CREATE and ALTER PUBLICATION (fencing_publication_check).
 FENCING_FUNCTION(fencing_ddl_check_start) {
     if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -879,5 +881,7 @@ FENCING_FUNCTION(fencing_ddl_check_start) {
         CheckCreateLike(castNode(CreateStmt, tree));
     else if (IsA(tree, DropStmt) || IsA(tree, DropOwnedStmt))
         BeforeDrop(tree);
+    else
+        RefuseLosingPublication(tree);
     PG_RETURN_NULL();
 }

@@ -10,6 +10,7 @@
 #include "pg/base/guc.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/policy_store.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/base/relation_args.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/keys/tombstone_key.hpp"
@@ -163,6 +164,14 @@ bool WantsAutoProtection(Oid relid, ProtectedRow *row) {
                  errhint("Detach %s, call fencing_protect(%s), then attach %s again: ATTACH "
                          "carries its state over.",
                          RelName(below), quote_literal_cstr(RelName(relid)), RelName(below))));
+        return false;
+    }
+    if (IsCitusMetadataTable(relid)) {
+        ereport(NOTICE, (errmsg("table %s is not fenced automatically: it is the coordinator's "
+                                "table of a Citus table",
+                                RelName(relid)),
+                         errdetail("It holds no rows; each worker fences its shards as Citus "
+                                   "creates them (docs/citus.md).")));
         return false;
     }
     if (IsPartmanTemplate(relid)) {

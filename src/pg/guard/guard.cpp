@@ -20,6 +20,7 @@
 #include "pg/keys/row_key.hpp"
 #include "pg/base/stats.hpp"
 #include "pg/catalog/subscriber.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/guard/fenced_call.hpp"
@@ -705,6 +706,9 @@ FENCING_FUNCTION(fencing_guard) {
     ReadFiring(td, &g);
     // Before anything is written (a shared HWM raised, a tombstone left).
     RefuseWriteOnSubscriber(g.rel, g.policy.home_relid);
+    // A shared HWM kept per shard and per node fences nothing across them.
+    if (g.policy.scope != Scope::kRow)
+        RefuseOnCitus(CitusAction::kWrite, RelationGetRelid(g.rel), g.policy.scope);
     OfferedToken offered = ResolveOffer(g);
     bool admitted = g.policy.scope == Scope::kRow ? CheckRow(g, offered) : CheckShared(g, offered);
     if (!admitted)

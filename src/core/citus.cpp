@@ -1,0 +1,152 @@
+// Server-free core: the Citus refusal rules (core/citus.hpp).
+#include "core/citus.hpp"
+
+namespace fencing {
+namespace {
+
+constexpr CitusRefusal kLeaseOnWorker = {
+    "leases are issued by the Citus coordinator only",
+    "This node is a Citus worker: its fencing.lease and resource high-water marks are its own, so "
+    "a "
+    "token issued or checked here is not fenced against the coordinator's or another worker's.",
+    "Call fencing_acquire(), fencing_acquire_all(), fencing_renew(), fencing_release(), "
+    "fencing_check() and fencing_resource_advance() on the coordinator; see docs/citus.md."};
+
+constexpr CitusRefusal kAdvanceOnWorker = {
+    "fencing_advance() is refused on a Citus worker",
+    "This node is a Citus worker: an advance here raises state that no other node reads.",
+    "Advance a row-scope key with a fenced write through the coordinator (an UPDATE or DELETE "
+    "carrying the token); see docs/citus.md."};
+
+constexpr CitusRefusal kAdvanceCitusTable = {
+    "fencing_advance() is refused on a Citus table",
+    "The high-water marks and tombstones of a distributed or reference table live with its "
+    "shards on the workers; an advance on the coordinator's table raises state no shard reads.",
+    "Advance a row-scope key with a fenced write through the coordinator (an UPDATE or DELETE "
+    "carrying the token); see docs/citus.md."};
+
+constexpr CitusRefusal kSharedScopeDistributed = {
+    "resource and table scope are refused on a Citus distributed table",
+    "A resource or table high-water mark would be kept per shard and per node: each worker would "
+    "accept writes another refuses, and a shard move would leave it behind.",
+    "Protect the distributed table in row scope (the high-water mark lives in the row and moves "
+    "with it), or keep the table on one node or make it a reference table; see docs/citus.md."};
+
+constexpr CitusRefusal kHighWaterCitusTable = {
+    "fencing_high_water() is refused on the coordinator's table of a Citus table",
+    "The coordinator's table is metadata: its rows and tombstones live in the shards on the "
+    "workers, so the coordinator's own state would answer with nothing.",
+    "Read the token column of the row through the coordinator, or call fencing_high_water() on "
+    "the shard; see docs/citus.md."};
+
+constexpr CitusRefusal kFencedCallCitusTable = {
+    "fenced_update(), fenced_delete() and fenced_upsert() are refused on the coordinator's table "
+    "of a Citus table",
+    "They judge a write by the table's own policy and tombstones, which the coordinator's table "
+    "does not have: its rows and tombstones live in the shards, whose guards judge every write.",
+    "Write through the coordinator with the token in the row's token column, or with SET LOCAL "
+    "fencing.token inside BEGIN ... COMMIT and citus.propagate_set_commands = 'local'; see "
+    "docs/citus.md."};
+
+constexpr CitusRefusal kProtectCitusShell = {
+    "the coordinator's table of a Citus table is not protected itself",
+    "It holds no rows: they live in its shards, which each worker protects in row scope as Citus "
+    "creates them (fencing.auto_protect). Guards on it would stop create_distributed_table and "
+    "break shard moves.",
+    "Leave it unprotected; set other policy options on the shards with run_command_on_shards(); "
+    "see docs/citus.md."};
+
+constexpr CitusRefusal kMoveWithTombstones = {
+    "a shard of a fenced row-scope table that has tombstones cannot be moved",
+    "Its tombstones (the high-water marks of deleted keys) are kept in this node's "
+    "fencing.row_tombstone and do not travel with the shard: on the new node a deleted key could "
+    "be re-inserted with a stale token.",
+    "Leave the shard where it is; see docs/citus.md for what moves and what is refused."};
+
+constexpr CitusRefusal kDistributeWithoutCitus = {
+    "fencing_distribute() needs Citus",
+    "There is no Citus in this database (pg_dist_local_group is missing).",
+    "CREATE EXTENSION citus on every node first; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeOnWorker = {
+    "fencing_distribute() runs on the Citus coordinator",
+    "This node is a Citus worker: tables are distributed from the coordinator.",
+    "Call it on the coordinator; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeWithState = {
+    "a table with tombstones, a tombstone floor or a table high-water mark cannot be distributed",
+    "That state is kept on this node, keyed by this table: its shards would not see it, so a "
+    "deleted key could come back with a stale token.",
+    "Distribute the table before deleting from it; see docs/citus.md."};
+
+constexpr CitusRefusal kDistributeCustomPolicy = {
+    "fencing_distribute() keeps only the default row-scope policy",
+    "Each worker protects its shards as Citus creates them (also on moves and splits) with "
+    "auto-protection's defaults; strict, on_stale => 'skip', require_token => false or another "
+    "scope would be lost on them.",
+    "Protect the table with the defaults first (fencing_protect(table)); see docs/citus.md."};
+
+bool Shared(Scope scope) noexcept {
+    return scope != Scope::kRow;
+}
+
+}  // namespace
+
+CitusTable CitusTableOf(char partmethod, char repmodel) noexcept {
+    if (partmethod != 'n')
+        return CitusTable::kDistributed;
+    return repmodel == 't' ? CitusTable::kReference : CitusTable::kLocal;
+}
+
+static const CitusRefusal *JudgeDistribute(const CitusFacts &f) noexcept {
+    if (f.role == CitusRole::kAbsent)
+        return &kDistributeWithoutCitus;
+    if (f.role == CitusRole::kWorker)
+        return &kDistributeOnWorker;
+    if (f.tombstones)
+        return &kDistributeWithState;
+    if (f.table == CitusTable::kDistributed && Shared(f.scope))
+        return &kSharedScopeDistributed;
+    return f.custom_policy ? &kDistributeCustomPolicy : nullptr;
+}
+
+const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
+    if (f.action == CitusAction::kDistribute)
+        return JudgeDistribute(f);
+    if (f.role == CitusRole::kAbsent)
+        return nullptr;
+    bool worker = f.role == CitusRole::kWorker;
+    // The coordinator's table of a distributed or reference table holds no
+    // rows: only its shards do (a local table's shard is on the coordinator).
+    bool spread = f.table == CitusTable::kDistributed || f.table == CitusTable::kReference;
+    switch (f.action) {
+        case CitusAction::kLease:
+        case CitusAction::kResourceAdvance:
+            return worker ? &kLeaseOnWorker : nullptr;
+        case CitusAction::kAdvance:
+            if (worker)
+                return &kAdvanceOnWorker;
+            return spread ? &kAdvanceCitusTable : nullptr;
+        case CitusAction::kHighWaterRead:
+            return spread && !f.shard ? &kHighWaterCitusTable : nullptr;
+        case CitusAction::kFencedCall:
+            return spread && !f.shard ? &kFencedCallCitusTable : nullptr;
+        case CitusAction::kDistribute:
+            break;  // JudgeDistribute
+        case CitusAction::kShardMove:
+            return f.table == CitusTable::kDistributed && f.shard && f.tombstones
+                       ? &kMoveWithTombstones
+                       : nullptr;
+        case CitusAction::kProtect:
+            // The scope's refusal first: it holds for the shards too.
+            if (f.table == CitusTable::kDistributed && Shared(f.scope))
+                return &kSharedScopeDistributed;
+            return spread && !f.shard ? &kProtectCitusShell : nullptr;
+        case CitusAction::kWrite:
+            return f.table == CitusTable::kDistributed && Shared(f.scope) ? &kSharedScopeDistributed
+                                                                          : nullptr;
+    }
+    return nullptr;
+}
+
+}  // namespace fencing

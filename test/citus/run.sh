@@ -1,0 +1,246 @@
+#!/bin/bash
+# fencing on Citus: a coordinator and two workers on loopback, started here
+# from scratch, and the cases of docs/citus.md asserted on them. Not part of
+# `make test` (Citus is not packaged by Debian): run it by hand where Citus is
+# installed into the PostgreSQL that pg_config names.
+#
+#   bash test/citus/run.sh         ports CITUS_PORTS (default "54601 54602 54603")
+#
+# Exit status: 0 all passed, 1 a check failed, 77 Citus is not installed (no
+# check ran: that is a skip, never a pass).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+. test/lib/checks.sh
+
+PG_CONFIG=${PG_CONFIG:-pg_config}
+BIN=$($PG_CONFIG --bindir)
+if [ ! -f "$($PG_CONFIG --pkglibdir)/citus.so" ]; then
+    echo "SKIPPED: Citus is not installed in $($PG_CONFIG --pkglibdir) (no check ran)"
+    exit 77
+fi
+read -r -a PORTS <<< "${CITUS_PORTS:-54601 54602 54603}"
+C=${PORTS[0]}; W1=${PORTS[1]}; W2=${PORTS[2]}
+BASE=$(mktemp -d /tmp/fencing-citus.XXXXXX)
+SOCK=$BASE/sock
+mkdir -p "$SOCK"
+RUN=()
+[ "$(id -u)" = 0 ] && { chown -R postgres "$BASE"; RUN=(runuser -u postgres --); }
+
+stop_all() {
+    for p in "${PORTS[@]}"; do "${RUN[@]}" "$BIN/pg_ctl" -D "$BASE/n$p" -m immediate -w stop >/dev/null 2>&1; done
+    rm -rf "$BASE"
+}
+trap stop_all EXIT
+
+for p in "${PORTS[@]}"; do
+    "${RUN[@]}" "$BIN/initdb" -D "$BASE/n$p" -U postgres --auth=trust -E UTF8 --locale=C.UTF-8 >/dev/null || exit 1
+    cat >> "$BASE/n$p/postgresql.conf" <<CONF
+port = $p
+listen_addresses = '127.0.0.1'
+unix_socket_directories = '$SOCK'
+shared_preload_libraries = 'citus,fencing'
+wal_level = logical
+max_connections = 60
+max_worker_processes = 16
+fsync = off
+citus.enable_statistics_collection = off
+citus.local_hostname = '127.0.0.1'
+CONF
+    "${RUN[@]}" "$BIN/pg_ctl" -D "$BASE/n$p" -l "$BASE/n$p.log" -w start >/dev/null || { tail "$BASE/n$p.log"; exit 1; }
+done
+
+# q PORT SQL: the statements' output (psql reads them one by one from stdin),
+# unaligned, tuples only; the last line.
+q() {
+    "${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
+        -v VERBOSITY=sqlstate <<< "$2" 2>&1 | tail -1
+}
+# state PORT SQL: the SQLSTATE of the first error, or "ok". A 0A000 counts
+# as fencing's refusal only with its HINT pointing to docs/citus.md (Citus
+# raises 0A000 for what it does not support): else "0A000 (not fencing's)".
+state() {
+    local out code
+    out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
+        -v VERBOSITY=verbose <<< "$2" 2>&1)
+    code=$(sed -n 's/^.*ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<< "$out" | head -1)
+    if [ "$code" = 0A000 ] && ! grep -q "docs/citus.md" <<< "$out"; then
+        code="0A000 (not fencing's)"
+    fi
+    echo "${code:-ok}"
+}
+
+for p in "${PORTS[@]}"; do q "$p" "CREATE EXTENSION citus" >/dev/null; done
+q $C "SELECT citus_set_coordinator_host('127.0.0.1', $C)" >/dev/null
+q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W1)" >/dev/null
+q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W2)" >/dev/null
+q $C "CREATE EXTENSION fencing" >/dev/null
+check "CREATE EXTENSION fencing on the coordinator reaches both workers" "2" \
+    "$(q $C "SELECT count(*) FROM run_command_on_workers(\$\$SELECT extversion FROM pg_extension WHERE extname = 'fencing'\$\$) WHERE success AND result <> ''")"
+
+# ---- leases: the coordinator is the one lease authority
+check "fencing_acquire on the coordinator issues token 1" "1" \
+    "$(q $C "SELECT fencing_acquire('job', 'a', '30 s')")"
+for p in $W1 $W2; do
+    check "fencing_acquire on worker $p refused" "0A000" "$(state $p "SELECT fencing_acquire('job', 'b', '30 s')")"
+    check "fencing_acquire_all on worker $p refused" "0A000" \
+        "$(state $p "SELECT fencing_acquire_all(ARRAY['x','y'], 'b', '30 s')")"
+    check "fencing_check on worker $p refused" "0A000" "$(state $p "SELECT fencing_check('job', 1)")"
+    check "fencing_renew on worker $p refused" "0A000" "$(state $p "SELECT fencing_renew('job', 1, '30 s')")"
+    check "fencing_release on worker $p refused" "0A000" "$(state $p "SELECT fencing_release('job', 1)")"
+    check "fencing_resource_advance on worker $p refused" "0A000" \
+        "$(state $p "SELECT fencing_resource_advance('job', 5)")"
+done
+check "no lease row was written on any worker" "0,0" \
+    "$(q $C "SELECT string_agg(result, ',' ORDER BY nodeport) FROM run_command_on_workers(\$\$SELECT count(*) FROM fencing.lease\$\$)")"
+check "fencing_check on the coordinator still answers" "t" "$(q $C "SELECT fencing_check('job', 1)")"
+
+# ---- row scope on a distributed table (distributed before it is protected)
+q $C "SET fencing.auto_protect = off; CREATE TABLE inv (item text PRIMARY KEY, stock int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('inv', 'item', shard_count => 4)" >/dev/null
+check "every shard protected in row scope by auto-protection on its worker" "4" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('inv', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
+q $C "INSERT INTO inv VALUES ('a', 1, 10), ('b', 1, 30)" >/dev/null
+check "stale UPDATE through the coordinator refused by the worker" "TF001" \
+    "$(state $C "UPDATE inv SET stock = 2, fence = 9 WHERE item = 'a'")"
+check "token-less UPDATE through the coordinator refused" "TF002" \
+    "$(state $C "UPDATE inv SET stock = 2 WHERE item = 'a'")"
+check "SET LOCAL forwarded with citus.propagate_set_commands = local: stale refused" "TF001" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 9; UPDATE inv SET stock = 3 WHERE item = 'a'; COMMIT;")"
+check "SET LOCAL forwarded with citus.propagate_set_commands = local: current admitted" "ok" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 11; UPDATE inv SET stock = 3 WHERE item = 'a'; COMMIT;")"
+check "the admitted write carries its token on the shard" "11" "$(q $C "SELECT fence FROM inv WHERE item = 'a'")"
+check "a deleted key's stale re-insert refused (tombstone on the shard)" "TF001" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 20; DELETE FROM inv WHERE item = 'a'; COMMIT; INSERT INTO inv VALUES ('a', 1, 19)")"
+
+check "set_config('fencing.token', …, true), what the client libraries send, is not forwarded: TF002" "TF002" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SELECT set_config('fencing.token', '40', true); UPDATE inv SET stock = 4 WHERE item = 'b'; COMMIT;")"
+
+# ---- the coordinator's table of a Citus table is metadata: never protected
+check "fencing_protect on the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fencing_protect('inv')")"
+q $C "CREATE TABLE late (k text PRIMARY KEY, v int)" >/dev/null
+q $C "SELECT create_distributed_table('late', 'k', shard_count => 4)" >/dev/null
+q $C "ALTER TABLE late ADD COLUMN fence fencing_token" >/dev/null
+check "a token column added to a distributed table: its coordinator table is not auto-protected" "0" \
+    "$(q $C "SELECT count(*) FROM fencing_protected WHERE table_name = 'late'::regclass")"
+check "… and its guards do not block a shard move (no trigger on the coordinator's table)" "0" \
+    "$(q $C "SELECT count(*) FROM pg_trigger WHERE tgrelid = 'late'::regclass AND NOT tgisinternal")"
+check "… while each of its 4 shards is protected in row scope on its worker" "4" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('late', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
+
+# ---- fencing_distribute: a fenced (auto-protected) table with rows becomes distributed
+q $C "CREATE TABLE acct (id int PRIMARY KEY, bal int, fence fencing_token)" >/dev/null
+q $C "INSERT INTO acct SELECT g, 0, 5 FROM generate_series(1, 50) g" >/dev/null
+check "create_distributed_table of the fenced table itself: Citus refuses (triggers)" "XX000" \
+    "$(state $C "SELECT create_distributed_table('acct', 'id')")"
+check "fencing_distribute of the fenced table" "ok" "$(state $C "SELECT fencing_distribute('acct', 'id')")"
+check "every shard of acct protected in row scope on its worker" \
+    "$(q $C "SELECT count(*) FROM citus_shards WHERE table_name = 'acct'::regclass")" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('acct', \$\$SELECT scope FROM fencing_protected WHERE table_name = '%s'::regclass\$\$) WHERE result = 'row'")"
+check "its 50 rows moved to the shards with their tokens" "50" "$(q $C "SELECT count(*) FROM acct WHERE fence = 5")"
+check "a stale UPDATE of a distributed row refused" "TF001" "$(state $C "UPDATE acct SET bal = 1, fence = 4 WHERE id = 7")"
+q $C "CREATE TABLE acct_strict (id int PRIMARY KEY, fence fencing_token); SELECT fencing_protect('acct_strict', strict => true)" >/dev/null
+check "fencing_distribute of a strict table refused (its shards would not be strict)" "0A000" \
+    "$(state $C "SELECT fencing_distribute('acct_strict', 'id')")"
+q $C "CREATE TABLE acct_del (id int PRIMARY KEY, fence fencing_token); INSERT INTO acct_del VALUES (1, 5); DELETE FROM acct_del WHERE fence = 5 AND id = 1" >/dev/null
+q $C "BEGIN; SET LOCAL fencing.token = 6; DELETE FROM acct_del; INSERT INTO acct_del VALUES (2, 6); DELETE FROM acct_del WHERE id = 2; COMMIT;" >/dev/null
+check "fencing_distribute of a table with tombstones refused" "0A000" \
+    "$(state $C "SELECT fencing_distribute('acct_del', 'id')")"
+q $C "CREATE TABLE refd (k text PRIMARY KEY, v int, fence fencing_token); INSERT INTO refd VALUES ('a', 1, 10)" >/dev/null
+check "fencing_distribute of a fenced table as a reference table" "ok" "$(state $C "SELECT fencing_distribute('refd')")"
+check "its placement on each of the 3 nodes is protected in row scope" "1,1,1" \
+    "$(q $C "SELECT string_agg(result, ',' ORDER BY nodeid) FROM run_command_on_all_nodes(\$\$SELECT count(*) FROM fencing_protected WHERE table_name::text LIKE 'refd\\_%' AND scope = 'row'\$\$)")"
+check "a stale write to the reference table refused" "TF001" "$(state $C "UPDATE refd SET v = 2, fence = 9 WHERE k = 'a'")"
+
+shard_a=$(q $C "SELECT shard_name('inv'::regclass, get_shard_id_for_distribution_column('inv', 'b'))")
+port_a=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = get_shard_id_for_distribution_column('inv', 'b')")
+check "a stale write directly on the worker's shard refused" "TF001" \
+    "$(state $port_a "UPDATE $shard_a SET stock = 5, fence = 29 WHERE item = 'b'")"
+
+# ---- leases from every node: no token issued twice
+tokens=""
+for i in 1 2 3 4 5; do
+    for p in $W1 $W2; do q $p "SELECT fencing_acquire('hot', 'w$p-$i', '1 s')" >/dev/null; done
+    t=$(q $C "SELECT fencing_acquire('hot', 'c$i', '30 s')")
+    tokens="$tokens $t"
+    q $C "SELECT fencing_release('hot', $t)" >/dev/null
+done
+check "5 rounds of acquires on all three nodes: the coordinator issued 5 distinct tokens, none twice" "5 5" \
+    "$(tr ' ' '\n' <<< "$tokens" | grep -c .) $(tr ' ' '\n' <<< "$tokens" | grep . | sort -u | wc -l)"
+
+# ---- fail closed: what per-node state cannot enforce
+check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"
+check "fencing_high_water of the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fencing_high_water('inv', '{\"item\": \"a\"}')")"
+check "fenced_update on the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fenced_update('inv', 50, '{\"item\": \"b\"}', '{\"stock\": 9}')")"
+shard_w1=$(q $C "SELECT shard_name('inv'::regclass, shardid) FROM citus_shards WHERE table_name = 'inv'::regclass AND nodeport = $W1 LIMIT 1")
+check "fencing_advance on a worker's shard refused" "0A000" \
+    "$(state $W1 "SELECT fencing_advance('$shard_w1', 50, '{\"item\": \"zz\"}')")"
+q $C "SET fencing.auto_protect = off; CREATE TABLE orders (id bigint PRIMARY KEY, res text NOT NULL, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('orders', 'id', shard_count => 4)" >/dev/null
+check "orders is distributed" "h" "$(q $C "SELECT partmethod FROM pg_dist_partition WHERE logicalrelid = 'orders'::regclass")"
+check "resource scope on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_protect('orders', scope => 'resource', resource_column => 'res')")"
+check "table scope on a distributed table (coordinator) refused" "0A000" \
+    "$(state $C "SELECT fencing_protect('orders', scope => 'table')")"
+check "resource scope on any shard (workers) refused: 0 of 4 succeed" "0" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('orders', \$\$SELECT fencing_protect('%s', scope => 'resource', resource_column => 'res')\$\$) WHERE success")"
+check "table scope on any shard (workers) refused: 0 of 4 succeed" "0" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('orders', \$\$SELECT fencing_protect('%s', scope => 'table')\$\$) WHERE success")"
+# A shard left in resource scope (by 1.5, or by hand): every write to it is refused.
+shard_o=$(q $C "SELECT shard_name('orders'::regclass, shardid) FROM citus_shards WHERE table_name = 'orders'::regclass AND nodeport = $W1 LIMIT 1")
+id_o=$(q $C "SELECT g FROM generate_series(1, 1000) g WHERE shard_name('orders'::regclass, get_shard_id_for_distribution_column('orders', g)) = '$shard_o' LIMIT 1")
+q $W1 "INSERT INTO fencing.protected (relid, token_column, scope, resource_column, resource_namespace) VALUES ('$shard_o', 'fence', 'resource', 'res', 'default')" >/dev/null
+check "a shard left in resource scope: the write through the coordinator refused" "0A000" \
+    "$(state $C "INSERT INTO orders VALUES ($id_o, 'r', 5)")"
+check "a shard left in resource scope: a direct write on the worker refused" "0A000" \
+    "$(state $W1 "INSERT INTO $shard_o VALUES ($id_o, 'r', 5)")"
+check "a shard left in resource scope: no HWM was raised on the worker" "0" \
+    "$(q $W1 "SELECT count(*) FROM fencing.resource_hwm")"
+
+# ---- shard moves: a shard with tombstones stays; one without moves
+q $C "SET fencing.auto_protect = off; CREATE TABLE mv (k text PRIMARY KEY, v int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('mv', 'k', shard_count => 4)" >/dev/null
+q $C "INSERT INTO mv SELECT 'k'||g, g, 10 FROM generate_series(1, 400) g" >/dev/null
+sh_t=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = 'mv'::regclass AND nodeport = $W1 ORDER BY shardid LIMIT 1")
+sh_n=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = 'mv'::regclass AND nodeport = $W1 ORDER BY shardid OFFSET 1 LIMIT 1")
+key_t=$(q $C "SELECT k FROM mv WHERE get_shard_id_for_distribution_column('mv', k) = $sh_t LIMIT 1")
+q $C "DELETE FROM mv WHERE k = '$key_t' AND fence = 10" >/dev/null
+q $C "UPDATE mv SET v = 0, fence = 30 WHERE k = '$key_t'" >/dev/null
+q $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 30; DELETE FROM mv WHERE k = '$key_t'; COMMIT;" >/dev/null
+check "the deleted key left a tombstone on its worker" "1" \
+    "$(q $W1 "SELECT count(*) FROM fencing.row_tombstone")"
+check "logical move of the shard with a tombstone refused" "0A000" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_t, '127.0.0.1', $W1, '127.0.0.1', $W2, shard_transfer_mode => 'force_logical')")"
+check "the refused shard stayed on its worker" "$W1" \
+    "$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_t")"
+check "the stale re-insert of the deleted key is still refused" "TF001" \
+    "$(state $C "INSERT INTO mv VALUES ('$key_t', 0, 29)")"
+check "logical move of a shard without tombstones allowed" "ok" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_n, '127.0.0.1', $W1, '127.0.0.1', $W2, shard_transfer_mode => 'force_logical')")"
+check "the moved shard is protected in row scope on its new worker" "row" \
+    "$(q $W2 "SELECT scope FROM fencing_protected WHERE table_name = (SELECT shard_name('mv'::regclass, $sh_n))::regclass")"
+check "a stale UPDATE of a moved row refused on the new worker" "TF001" \
+    "$(state $C "UPDATE mv SET v = 1, fence = 9 WHERE k = (SELECT k FROM mv WHERE get_shard_id_for_distribution_column('mv', k) = $sh_n LIMIT 1)")"
+
+q $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 60; DELETE FROM mv WHERE k IN (SELECT 'k'||g FROM generate_series(100, 140) g); COMMIT;" >/dev/null
+check "tombstones on every shard of mv" "4" \
+    "$(q $C "SELECT count(*) FROM run_command_on_shards('mv', \$\$SELECT count(*) FROM fencing.row_tombstone WHERE relid = '%s'::regclass\$\$) WHERE result::int > 0")"
+check "rebalance_table_shards would move a shard with tombstones: refused" "0A000" \
+    "$(state $C "SELECT rebalance_table_shards('mv', shard_transfer_mode => 'force_logical')")"
+check "the 41 deleted keys are gone" "0" \
+    "$(q $C "SELECT count(*) FROM mv WHERE k IN (SELECT 'k'||g FROM generate_series(100, 140) g)")"
+refused=0
+for g in $(seq 100 140); do
+    [ "$(state $C "INSERT INTO mv VALUES ('k$g', 0, 59)")" = TF001 ] && refused=$((refused + 1))
+done
+check "stale re-inserts of deleted keys after the refused rebalance: all refused (TF001)" "41" "$refused"
+
+# ---- a plain (non-Citus) table on a worker keeps its single-node behaviour
+q $W1 "CREATE TABLE local_t (k int PRIMARY KEY, res text NOT NULL, fence fencing_token)" >/dev/null
+check "resource scope on a worker's own local table allowed" "ok" \
+    "$(state $W1 "SELECT fencing_protect('local_t', scope => 'resource', resource_column => 'res')")"
+
+finish
