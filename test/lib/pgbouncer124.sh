@@ -14,7 +14,8 @@
 # MODE is the pool_mode (default transaction), POOL_SIZE the server
 # connections per pool (default 1). Every database name maps to the same name
 # on the server (a "*" entry), or PGBOUNCER124_DATABASES="ALIAS:DBNAME ..."
-# names the pools (each its own pool on DBNAME); max_prepared_statements = 200
+# names the pools (each its own pool on DBNAME; "ALIAS:DBNAME:SIZE" gives that
+# pool SIZE server connections instead of POOL_SIZE); max_prepared_statements = 200
 # (PGBOUNCER124_MAX_PREPARED=0: not tracked, as before 1.21) and
 # auth_type = trust for the users postgres and app, as the host's 1.18 runs.
 # It runs in the foreground of a background chroot.sh, as the host's postgres
@@ -50,7 +51,8 @@ start | start-host)
     if [ -n "${PGBOUNCER124_DATABASES:-}" ]; then
         dbs=
         for d in $PGBOUNCER124_DATABASES; do
-            dbs+="${d%%:*} = host=127.0.0.1 port=$server dbname=${d#*:}"$'\n'
+            IFS=: read -r alias dbname poolsize <<<"$d"
+            dbs+="$alias = host=127.0.0.1 port=$server dbname=$dbname${poolsize:+ pool_size=$poolsize}"$'\n'
         done
     fi
     cat >"$dir/pgbouncer.ini" <<INI
