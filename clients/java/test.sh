@@ -15,7 +15,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 HERE=$(pwd)
 ROOT=$(cd ../.. && pwd)
-PGJDBC=/usr/share/java/postgresql.jar
+# FENCING_JAVA_PGJDBC: run on another pgjdbc jar than Debian 12's (compiled against that one
+# still): Debian 13's 42.7 from test/lib/trixie-pgjdbc.sh in suite client-java-trixie.
+PGJDBC=${FENCING_JAVA_PGJDBC:-/usr/share/java/postgresql.jar}
 BUILD=$HERE/build
 DB=fencing_client_java
 
@@ -54,6 +56,9 @@ for v in default 1.4; do
 done
 CP="$JAR:$BUILD/test-classes:$PGJDBC"
 status=0
+if [ -n "${FENCING_JAVA_PGJDBC:-}" ]; then
+    echo "# pgjdbc: $PGJDBC"
+fi
 java -Dpguser="${PGUSER:-postgres}" -Donly="${FENCING_JAVA_ONLY:-}" -cp "$CP" io.github.pgfencing.jdbc.test.TestMain \
     "$CP" "$JAR:$BUILD/example-classes:$PGJDBC" "${URLS[@]}" | tee "$BUILD/main.out" || status=1
 [ "${FENCING_JAVA_USE_RUNNING:-}" != 1 ] || exit $status
