@@ -18,6 +18,7 @@
 # pool SIZE server connections instead of POOL_SIZE); max_prepared_statements = 200
 # (PGBOUNCER124_MAX_PREPARED=0: not tracked, as before 1.21) and
 # auth_type = trust for the users postgres and app, as the host's 1.18 runs.
+# PGBOUNCER124_EXTRA: more [pgbouncer] lines (e.g. "server_login_retry = 1").
 # It runs in the foreground of a background chroot.sh, as the host's postgres
 # user (the chroot's has another uid), its pidfile, log and config in DIR
 # (bind-mounted at the same path). Callers stop it on exit (a trap).
@@ -71,6 +72,7 @@ default_pool_size = $size
 max_client_conn = 200
 $([ "$1" = start ] && echo "max_prepared_statements = ${PGBOUNCER124_MAX_PREPARED:-200}")
 server_check_delay = 0
+${PGBOUNCER124_EXTRA:-}
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid
