@@ -81,6 +81,13 @@
 #              sdist built offline and installed into venvs; leases, heartbeat, a
 #              SIGSTOP past the TTL, token carriage, codecs, for psycopg 3 (sync and
 #              async) and asyncpg, on its own scratch cluster
+#   client-python-trixie  the Python client's tests (clients/python/test-trixie.sh) on
+#              Debian 13's drivers in the trixie chroot: psycopg 3.2, psycopg_pool,
+#              asyncpg, SQLAlchemy, psycopg2 (root); own cluster on 55436
+#   client-java-trixie  the Java suite (clients/java/test.sh) run on Debian 13's pgjdbc
+#              42.7 (test/lib/trixie-pgjdbc.sh, root); own cluster on 54350
+#   client-node-current  the Node suite (clients/node/test.sh) on npm's newest
+#              node-postgres 8.x (CLIENT_NODE_PG=8); own cluster on 55442
 #   conformance  one contract, one suite (clients/CONTRACT.md, clients/conformance/):
 #              the same ten cases with the same timings against every library's
 #              agent (waited acquire, SIGSTOP past the TTL, refused renewal, the
@@ -123,7 +130,8 @@ SUDO=
 # Every suite, in the order a full run takes them.
 ALL_SUITES=(meta deb build unit fuzz regress docs cookbook security monitoring integration
     drivers keymove starvation stress memory e2e-etcd e2e-zookeeper pooler repack partman
-    migrations restore encodings examples races client-java client-go client-node client-python conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18
+    migrations restore encodings examples races client-java client-go client-node client-python
+    client-python-trixie client-java-trixie client-node-current conformance sqlsmith tap patroni pg15-assert pg18-assert upgrade-15-18
     pg17 pg19 upgrade-18-19 extension-path deb-chroots)
 # Suites run only when named (make test SUITES="..."): none at present.
 BY_NAME_ONLY=()
@@ -288,6 +296,16 @@ suite_client-java() { run_tap_like client-java clients/java/test.sh; }
 suite_client-go() { run_tap_like client-go clients/go/test.sh; }
 suite_client-node() { run_tap_like client-node clients/node/test.sh; }
 suite_client-python() { run_tap_like client-python clients/python/test.sh; }
+suite_client-python-trixie() { run_tap_like client-python-trixie clients/python/test-trixie.sh; }
+suite_client-java-trixie() {
+    local jar
+    jar=$(bash test/lib/trixie-pgjdbc.sh) || { record client-java-trixie 0 1; return; }
+    FENCING_JAVA_PGJDBC=$jar FENCING_JAVA_PGPORT=${FENCING_JAVA_TRIXIE_PGPORT:-54350} \
+        run_tap_like client-java-trixie clients/java/test.sh
+}
+suite_client-node-current() {
+    CLIENT_NODE_PG=8 CLIENT_NODE_PGPORT=${CLIENT_NODE_CURRENT_PGPORT:-55442} run_tap_like client-node-current clients/node/test.sh
+}
 suite_conformance() { SUITE_TIMEOUT=1500 run_tap_like conformance clients/conformance/run.sh; }
 suite_sqlsmith() { run_tap_like sqlsmith test/sqlsmith/run.sh; }
 

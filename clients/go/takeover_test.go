@@ -42,7 +42,14 @@ func writing(t *testing.T, admin *pgx.Conn, name string) (string, *fencing.Lease
 	r := resource(t)
 	resourceTable(t, admin, name, r)
 	l := acquire(t, r, "a", 3*time.Second)
-	app := connect(t)
+	return r, l, writeSleeping(t, admin, l, connect(t), name)
+}
+
+// writeSleeping starts a write under l on app that updates row 1 of table
+// name, then sleeps in the server; it returns once the write sleeps. The
+// channel gets the write's error.
+func writeSleeping(t *testing.T, admin *pgx.Conn, l *fencing.Lease, app *pgx.Conn, name string) <-chan error {
+	t.Helper()
 	done := make(chan error, 1)
 	go func() {
 		done <- l.BeginFunc(context.Background(), app, func(tx pgx.Tx) error {
@@ -64,7 +71,7 @@ func writing(t *testing.T, admin *pgx.Conn, name string) (string, *fencing.Lease
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return r, l, done
+	return done
 }
 
 // Released behind the holder's back; once a renewal saw it (refused),

@@ -8,7 +8,9 @@
 # and subtest ("--- PASS"/"--- FAIL"), and a last check that go test passed.
 #
 # Behind Debian 12's PgBouncer 1.18 (port + 1) and, as root, Debian 13's 1.24
-# from the trixie chroot (port + 2, test/lib/pgbouncer124.sh): the pooler tests.
+# from the trixie chroot (port + 2, test/lib/pgbouncer124.sh): the pooler tests;
+# then, on the cluster restarted with the library preloaded, a takeover through
+# each (TestTakeoverBehindPgBouncer*: TF003 as ErrLeaseTakenOver).
 #
 #   CLIENT_GO_PGPORT   the scratch cluster's port (default 55447)
 set -uo pipefail
@@ -51,6 +53,7 @@ if [ -x /usr/sbin/pgbouncer ]; then
     cat >"$BDIR/pgbouncer.ini" <<INI
 [databases]
 gotest = host=$PGHOST port=$PGPORT dbname=gotest user=${PGUSER:-postgres}
+gotest_tk = host=$PGHOST port=$PGPORT dbname=gotest user=${PGUSER:-postgres} pool_size=3
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = $((PORT + 1))
@@ -78,7 +81,7 @@ fi
 # PgBouncer 1.24 (Debian 13, max_prepared_statements) from the trixie chroot, the same way.
 if "$ROOT/test/lib/pgbouncer124.sh" available; then
     B124=$FENCING_CLUSTER_DIR/pgbouncer124
-    PGBOUNCER124_DATABASES=gotest:gotest "$ROOT/test/lib/pgbouncer124.sh" start "$B124" $((PORT + 2)) "$PORT"
+    PGBOUNCER124_DATABASES="gotest:gotest gotest_tk:gotest:3" "$ROOT/test/lib/pgbouncer124.sh" start "$B124" $((PORT + 2)) "$PORT"
     check "PgBouncer 1.24 in transaction mode (trixie chroot)" $?
     trap 'kill "$(cat "${BDIR:-/nonexistent}/pgbouncer.pid" 2>/dev/null)" 2>/dev/null; "$ROOT/test/lib/pgbouncer124.sh" stop "$B124"; "$ROOT/test/cluster.sh" stop' EXIT
     export FENCING_GO_PGBOUNCER124_PORT=$((PORT + 2))
@@ -86,7 +89,8 @@ fi
 
 log=$ROOT/build/test-logs/client-go-gotest.log
 mkdir -p "$(dirname "$log")"
-go test -race -count=1 -v -timeout 300s ./... >"$log" 2>&1
+# (the takeover-behind-a-pooler tests run below, on the preloaded cluster)
+go test -race -count=1 -v -timeout 300s -skip '^TestTakeoverBehindPgBouncer' ./... >"$log" 2>&1
 rc=$?
 cat "$log" >&2
 while read -r verdict name; do
@@ -94,3 +98,31 @@ while read -r verdict name; do
     check "$name" $?
 done < <(sed -nE 's/^ *--- (PASS|FAIL|SKIP): ([^ ]+).*/\1 \2/p' "$log")
 check "go test ./... exit status" $rc
+
+# A takeover through each pooler with the library preloaded (TF003): the
+# cluster restarted with shared_preload_libraries = fencing, then only the
+# TestTakeoverBehindPgBouncer* tests, which must pass (a skip is a failure).
+psql -X -q -c "ALTER SYSTEM SET shared_preload_libraries = 'fencing'" >/dev/null
+if [ "$(id -u)" = 0 ]; then PG_RUN="runuser -u postgres --"; else PG_RUN=; fi
+$PG_RUN "$(pg_config --bindir)/pg_ctl" -D "$FENCING_CLUSTER_DIR/data" -l "$FENCING_CLUSTER_DIR/server.log" -w restart >/dev/null
+[ "$(psql -qAtX -c 'SHOW shared_preload_libraries')" = fencing ]
+check "the cluster restarted with shared_preload_libraries = fencing" $?
+want=()
+if [ -n "${FENCING_GO_PGBOUNCER_PORT:-}" ]; then
+    export FENCING_GO_TAKEOVER_PGBOUNCER_PORT=$FENCING_GO_PGBOUNCER_PORT
+    want+=(TestTakeoverBehindPgBouncer)
+fi
+if [ -n "${FENCING_GO_PGBOUNCER124_PORT:-}" ]; then
+    export FENCING_GO_TAKEOVER_PGBOUNCER124_PORT=$FENCING_GO_PGBOUNCER124_PORT
+    want+=(TestTakeoverBehindPgBouncer124)
+fi
+tlog=$ROOT/build/test-logs/client-go-takeover.log
+go test -race -count=1 -v -timeout 120s -run '^TestTakeoverBehindPgBouncer' . >"$tlog" 2>&1
+trc=$?
+cat "$tlog" >&2
+for name in "${want[@]}"; do
+    grep -q -- "^--- PASS: $name " "$tlog"
+    check "$name (preloaded: TF003 through the pooler is ErrLeaseTakenOver)" $?
+done
+check "go test -run TestTakeoverBehindPgBouncer exit status" $trc
+[ $rc = 0 ] && [ $trc = 0 ]

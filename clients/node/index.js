@@ -267,12 +267,22 @@ async function connect(config) {
   const { Client } = require('pg');
   const client = config instanceof Client ? config : new Client(config);
   refuseBinary(client);
-  await client.connect();
+  // Until the caller has the client, nobody else listens for 'error': a FATAL
+  // arriving between two statements (a pooler's "server conn crashed?" after a
+  // ReadyForQuery, a terminated backend) would end the process. It fails
+  // connect() instead.
+  let failed = null;
+  const onError = (err) => { failed = failed || err; };
+  client.on('error', onError);
   try {
+    await client.connect();
     await register(client);
+    if (failed) throw failed;
   } catch (err) {
     await client.end().catch(() => {});
-    throw err;
+    throw failed || err; // the server's FATAL rather than pg's "not queryable"
+  } finally {
+    client.removeListener('error', onError);
   }
   return client;
 }
@@ -576,8 +586,12 @@ function isClient(x) {
 // Opens the lease's own connection (from a config object or string, or a
 // function returning an unconnected pg.Client) and registers the types.
 async function leaseClient(connection) {
-  if (typeof connection === 'function') return connect(await connection());
-  return connect(connection);
+  const client = await connect(typeof connection === 'function' ? await connection() : connection);
+  // The lease's own connection, from its first statement on (the Lease
+  // watches it only once acquired): an 'error' between statements marks it
+  // broken, and the statement after it fails, instead of ending the process.
+  client.on('error', () => { client[BROKEN] = true; });
+  return client;
 }
 
 function missingFeature(err, what) {

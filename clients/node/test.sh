@@ -14,6 +14,8 @@
 #                     chroot, as root) in transaction pooling, library preloaded
 #
 #   CLIENT_NODE_PGPORT   the scratch cluster's port (default 55445)
+#   CLIENT_NODE_PG       a node-postgres version from npm instead of the pinned
+#                        8.13.1 ("8": the newest 8.x; suite client-node-current)
 #   CLIENT_NODE_PGBOUNCER_PORT   PgBouncer 1.18's port (default the cluster's
 #                        port + 1); 1.24 listens on the next one
 set -uo pipefail
@@ -53,6 +55,16 @@ step() {
 
 cd "$HERE" || exit 1
 npm ci --no-audit --no-fund --prefer-offline >"$WORK/npm.log" 2>&1 || { cat "$WORK/npm.log"; echo "not ok 1 - npm ci"; exit 1; }
+# CLIENT_NODE_PG=8: the suite on npm's newest node-postgres 8.x instead of the
+# pinned one (installed over it, not saved; the next npm ci restores the pin).
+PG_SPEC=pg@8.13.1
+if [ -n "${CLIENT_NODE_PG:-}" ]; then
+    PG_SPEC=pg@$CLIENT_NODE_PG
+    npm install --no-save --no-audit --no-fund "$PG_SPEC" >"$WORK/npm.log" 2>&1 ||
+        { cat "$WORK/npm.log"; echo "not ok 1 - npm install $PG_SPEC"; exit 1; }
+    n=$((n + 1))
+    echo "ok $n - node-postgres $(node -p "require('pg/package.json').version") from npm ($PG_SPEC)"
+fi
 "$REPO/test/cluster.sh" stop
 "$REPO/test/cluster.sh" start || { echo "not ok 1 - scratch cluster"; exit 1; }
 eval "$("$REPO/test/cluster.sh" env)"
@@ -97,7 +109,7 @@ step "tsc" types
 pack() {
     npm pack --silent --pack-destination "$WORK" >"$WORK/pack.log" 2>&1 &&
         mkdir "$WORK/app" && cd "$WORK/app" && npm init -y >/dev/null &&
-        npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz pg@8.13.1 >"$WORK/install.log" 2>&1 ||
+        npm install --no-audit --no-fund --prefer-offline "$WORK"/pg-fencing-*.tgz "$PG_SPEC" >"$WORK/install.log" 2>&1 ||
         { cat "$WORK/pack.log" "$WORK/install.log"; echo "not ok 1 - npm pack: the tarball installs into an empty project"; return 1; }
     echo "ok 1 - npm pack: the tarball installs into an empty project ($(tar -tzf "$WORK"/pg-fencing-*.tgz | tr '\n' ' '))"
     cp "$HERE/example.js" . && node example.js >"$WORK/example.out" 2>&1 &&

@@ -14,9 +14,11 @@
 # MODE is the pool_mode (default transaction), POOL_SIZE the server
 # connections per pool (default 1). Every database name maps to the same name
 # on the server (a "*" entry), or PGBOUNCER124_DATABASES="ALIAS:DBNAME ..."
-# names the pools (each its own pool on DBNAME); max_prepared_statements = 200
+# names the pools (each its own pool on DBNAME; "ALIAS:DBNAME:SIZE" gives that
+# pool SIZE server connections instead of POOL_SIZE); max_prepared_statements = 200
 # (PGBOUNCER124_MAX_PREPARED=0: not tracked, as before 1.21) and
 # auth_type = trust for the users postgres and app, as the host's 1.18 runs.
+# PGBOUNCER124_EXTRA: more [pgbouncer] lines (e.g. "server_login_retry = 1").
 # It runs in the foreground of a background chroot.sh, as the host's postgres
 # user (the chroot's has another uid), its pidfile, log and config in DIR
 # (bind-mounted at the same path). Callers stop it on exit (a trap).
@@ -50,7 +52,8 @@ start | start-host)
     if [ -n "${PGBOUNCER124_DATABASES:-}" ]; then
         dbs=
         for d in $PGBOUNCER124_DATABASES; do
-            dbs+="${d%%:*} = host=127.0.0.1 port=$server dbname=${d#*:}"$'\n'
+            IFS=: read -r alias dbname poolsize <<<"$d"
+            dbs+="$alias = host=127.0.0.1 port=$server dbname=$dbname${poolsize:+ pool_size=$poolsize}"$'\n'
         done
     fi
     cat >"$dir/pgbouncer.ini" <<INI
@@ -69,6 +72,7 @@ default_pool_size = $size
 max_client_conn = 200
 $([ "$1" = start ] && echo "max_prepared_statements = ${PGBOUNCER124_MAX_PREPARED:-200}")
 server_check_delay = 0
+${PGBOUNCER124_EXTRA:-}
 ignore_startup_parameters = extra_float_digits
 logfile = $dir/pgbouncer.log
 pidfile = $dir/pgbouncer.pid

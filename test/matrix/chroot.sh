@@ -40,7 +40,9 @@ case $SUITE in
 trixie)
     DIST=trixie
     LISTS="deb $MIRROR trixie main"
-    PACKAGES=(postgresql-17 postgresql-client-17 postgresql-server-dev-17 postgresql-17-cron pgbouncer)
+    # The Python drivers: the client-python-trixie suite runs pgfencing on them.
+    PACKAGES=(postgresql-17 postgresql-client-17 postgresql-server-dev-17 postgresql-17-cron pgbouncer
+        python3-asyncpg python3-psycopg-pool python3-sqlalchemy python3-psycopg2)
     EXPERIMENTAL=()
     ;;
 sid)

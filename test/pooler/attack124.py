@@ -8,16 +8,26 @@ connections. By hand (docs in test/README.md):
 
     attack124.py POOLED_CONNINFO DIRECT_CONNINFO DATADIR LABEL [SECONDS]
 DATADIR: the cluster's data directory (pg_ctl restart as postgres). Prints a
-summary line and exits 1 when a count that must be 0 is not."""
+summary line and exits 1 when a count that must be 0 is not.
+
+ATTACK_WORKER="COMMAND ARG..." attacks another library: each worker is that
+command (one process, the one stopped), given HOST PORT DBNAME USER RESOURCE
+WORKER TTL_SECONDS END_EPOCH, doing what worker() below does and printing one
+event a line: "token TOK EPOCH", "write TOK OLD_TOK", "lost TOK EPOCH REASON",
+"error NAME EPOCH" (clients/node/test/attack_worker.js, the Java suite's
+AttackWorker)."""
 import multiprocessing as mp
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 import pgfencing.psycopg as fp
 
@@ -58,6 +68,27 @@ def worker(i, events, stop):
             time.sleep(random.random())  # let another worker win sometimes
 
 
+def external_worker(i, events, end):
+    """ATTACK_WORKER's process for worker i; a thread turns its lines into events."""
+    c = conninfo_to_dict(POOLED)
+    p = subprocess.Popen(shlex.split(os.environ["ATTACK_WORKER"]) + [
+        c["host"], str(c["port"]), c["dbname"], c.get("user", "postgres"), RES, str(i), str(TTL), str(end)],
+        stdout=subprocess.PIPE, text=True)
+
+    def read():
+        for line in p.stdout:
+            f = line.split()
+            if f and f[0] in ("token", "write"):
+                events.put((f[0], i, int(f[1]), float(f[2]) if f[0] == "token" else int(f[2])))
+            elif f and f[0] == "lost":
+                events.put(("lost", i, int(f[1]), float(f[2]), f[3]))
+            elif f and f[0] == "error":
+                events.put(("error", i, f[1], float(f[2])))
+    p.reader = threading.Thread(target=read, daemon=True)
+    p.reader.start()
+    return p
+
+
 def pg_ctl(mode):
     subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(os.environ["PGBIN"], "pg_ctl"), "-D", DATADIR,
                     "-l", os.path.join(DATADIR, "..", "server.log"), "-m", mode, "-w", "restart"],
@@ -74,10 +105,14 @@ def main():
         with fp.transaction(a, 1):
             a.execute("INSERT INTO atk_rows VALUES (1, %s, 0)", (RES,))
     events, stop = mp.Queue(), mp.Event()
-    procs = [mp.Process(target=worker, args=(i, events, stop)) for i in range(WORKERS)]
-    for p in procs:
-        p.start()
-    stopped, restarts, end = set(), [], time.time() + SECONDS
+    end = time.time() + SECONDS
+    if os.environ.get("ATTACK_WORKER"):
+        procs = [external_worker(i, events, end) for i in range(WORKERS)]
+    else:
+        procs = [mp.Process(target=worker, args=(i, events, stop)) for i in range(WORKERS)]
+        for p in procs:
+            p.start()
+    stopped, restarts = set(), []
     plan = ["stop", "fast", "stop", "immediate", "stop"]
     log = []
     while time.time() < end:
@@ -99,8 +134,17 @@ def main():
             pg_ctl(step)
             restarts.append(time.time())
     stop.set()
-    for p in procs:
-        p.join(30)
+    for i, p in enumerate(procs):
+        if isinstance(p, subprocess.Popen):
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                events.put(("error", i, "did-not-end", time.time()))
+            p.reader.join(10)
+        else:
+            p.join(30)
+    time.sleep(0.5)  # the queue's feeder thread
     while not events.empty():
         log.append(events.get())
     tokens = [e[2] for e in log if e[0] == "token"]

@@ -380,11 +380,25 @@ async function testCheckOld(app) {
   ok(e && e.code === '55000', 'check on an extension without fencing_check(): 55000', e && e.message);
 }
 
+// A FATAL between two of the library's own statements (test/error_window.js):
+// the call fails; the process is not ended by an unhandled 'error' event.
+async function testErrorWindow() {
+  for (const [what, at, where] of [['connect', 1, "connect(): before register's lookup"],
+    ['acquire', 2, "acquire(): between register's lookup and the extension lookup"],
+    ['acquire', 3, 'acquire(): between the extension lookup and fencing_acquire']]) {
+    const r = require('child_process').spawnSync(process.execPath, [`${__dirname}/error_window.js`, what, String(at)],
+      { encoding: 'utf8', timeout: 30000 });
+    ok(r.status === 0 && /^rejected /m.test(r.stdout),
+      `a FATAL on the library's idle connection in ${where} fails the call, the process lives (${(r.stdout || '').trim()})`,
+      { status: r.status, stdout: r.stdout, stderr: (r.stderr || '').split('\n').slice(0, 6).join('\n') });
+  }
+}
+
 async function main() {
   const app = await fencing.connect({});
   await app.query('SET client_min_messages = warning');
   const steps = [testCodecs, testAcquire, testHeartbeat, testLostBeforeTtl, testReconnect, testRefused, testPause, testCarriage,
-    testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld,
+    testFencedCalls, testMaxToken, testBinary, testRelease, testAcquireAll, testCheckOld, testErrorWindow,
     ...require('./contract')({ ok, caught, leaseRow, RUN }), ...require('./takeover')({ ok, caught, RUN })];
   for (const step of steps) {
     try {

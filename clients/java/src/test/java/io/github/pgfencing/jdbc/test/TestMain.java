@@ -58,6 +58,18 @@ public final class TestMain {
         System.exit(failed == 0 ? 0 : 1);
     }
 
+    /** For another main in this package: TAP numbered on from offset, each line prefixed. */
+    static void startTap(int offset, String prefix) {
+        n = offset;
+        label = prefix;
+    }
+
+    /** Prints the plan's count of failures and exits 1 if any test failed. */
+    static void finish() {
+        System.out.println("# " + label + failed + " failed");
+        System.exit(failed == 0 ? 0 : 1);
+    }
+
     private static void runAll(Connection admin) throws Exception {
         setUp(admin);
         run("acquire", () -> testAcquire(admin));
