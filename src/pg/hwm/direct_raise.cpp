@@ -194,6 +194,11 @@ struct DirectCheck {
     Snapshot snapshot;
     TupleTableSlot *slot;
     ItemPointerData tid;  // of the version the snapshot sees
+    // Admitted, and the HWM row's newest version, at the offered token, is
+    // locked (or written) by this transaction: nobody else can raise or
+    // delete it before this transaction (or the subtransaction that locked
+    // it) ends.
+    bool holds_row;
 };
 
 Token HwmInSlot(const DirectCheck &c) {
@@ -280,6 +285,7 @@ bool SettleOnLockedRow(DirectCheck *c, TM_Result result, bool holds_exclusive) {
     if (raise)
         RaiseInPlace(c);
     *c->verdict = admitted ? HwmVerdict{true, c->offered} : HwmVerdict{false, hwm};
+    c->holds_row = admitted && c->offered >= hwm;
     if (raise || holds_exclusive)
         UnlockHwmExclusive(tag);
     return true;
@@ -316,9 +322,10 @@ bool SettleOnVisibleRow(DirectCheck *c) {
 // lock in exclusive mode from before it locks the row until its new row
 // version exists: it waits for the writers admitted at the HWM before it, and
 // those that come later see the raise (SettledAtHwm).
+// holds_row: see DirectCheck.
 bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint *hint,
-                         HwmVerdict *verdict) {
-    DirectCheck c = {h, offered, strict, hint, verdict, {}, nullptr, nullptr, {}};
+                         HwmVerdict *verdict, bool *holds_row) {
+    DirectCheck c = {h, offered, strict, hint, verdict, {}, nullptr, nullptr, {}, false};
     if (!OpenDirectHeap(h.direct, RowExclusiveLock, h.key, &c.a))
         return false;
     if (!WritesDirectly(c.a.rel)) {
@@ -331,6 +338,7 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint
     ExecDropSingleTupleTableSlot(c.slot);
     UnregisterSnapshot(c.snapshot);
     CloseDirect(&c.a);
+    *holds_row = settled && c.holds_row;
     return settled;
 }
 
@@ -344,8 +352,9 @@ struct SeenHwm {
     LOCKTAG tag;  // hash key
     Token hwm;
     RowHint row;
-    // Admitted at hwm under the HWM ShareLock, held by this transaction to
-    // its end, while HwmStateEpoch() was admitted_epoch (0: not so).
+    // Admitted at hwm under the HWM ShareLock, or the HWM row's lock, held by
+    // this transaction to its end, while HwmStateEpoch() was admitted_epoch
+    // (0: not so).
     uint64 admitted_epoch;
 };
 constexpr long kSeenCapacity = 1024;
@@ -385,9 +394,12 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
     // it still holds (no subtransaction that took it aborted since): no raise
     // or reset of another transaction can have come in between (each takes
     // the lock in exclusive mode), and this backend raised nothing since. The
-    // same verdict, without a read: the rows of a bulk statement after the
-    // first. Strict mode judges an equal token by the raise registry: no
-    // shortcut.
+    // same holds under the lock on the HWM row's newest version, taken where
+    // the share locks ran out (MayTakeHwmShareLock: a statement writing many
+    // resources): a raise, a reset or a retirement of another transaction
+    // locks that row first. The same verdict, without a read: the rows of a
+    // bulk statement after the first. Strict mode judges an equal token by
+    // the raise registry: no shortcut.
     if (!strict && seen != nullptr && seen->admitted_epoch == HwmStateEpoch() &&
         offered == seen->hwm) {
         *verdict = {true, offered};
@@ -399,7 +411,7 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
         hint = seen->row;
     bool shared = false;
     if ((strict || expect_raise || !SettledAtHwm(h, offered, &hint, verdict, &shared)) &&
-        !DirectCheckAndRaise(h, offered, strict, &hint, verdict))
+        !DirectCheckAndRaise(h, offered, strict, &hint, verdict, &shared))
         return false;
     Token hwm = verdict->admitted ? offered : verdict->hwm;
     uint64 admitted_epoch = shared ? HwmStateEpoch() : 0;
