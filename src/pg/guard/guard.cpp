@@ -79,6 +79,22 @@ bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     return true;
 }
 
+// The same from the firing's slot, which holds the row: its values are
+// mostly deformed already (COPY and INSERT ... SELECT fill a virtual slot),
+// where heap_getattr walks every column before a variable-width one.
+bool TokenOf(TupleTableSlot *slot, HeapTuple row, TupleDesc desc, int attnum, Token *out) {
+    if (row == nullptr)
+        return false;
+    if (slot == nullptr)
+        return TokenAt(row, desc, attnum, out);
+    bool isnull;
+    Datum d = slot_getattr(slot, attnum, &isnull);
+    if (isnull)
+        return false;
+    *out = DatumGetInt64(d);
+    return true;
+}
+
 // Errors name the protected table the caller wrote to: for a partition, its
 // protected parent (the home relation of the policy).
 const char *HomeName(const GuardContext &g) {
@@ -657,10 +673,14 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
     }
     TupleDesc desc = RelationGetDescr(g->rel);
     g->old_token = g->new_token = 0;
-    g->has_old_token =
-        g->old_row != nullptr && TokenAt(g->old_row, desc, g->policy.token_attnum, &g->old_token);
-    g->has_new_token =
-        g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
+    // An INSERT's row is in tg_trigslot, an UPDATE's old and new rows in
+    // tg_trigslot and tg_newslot, a DELETE's old row in tg_trigslot.
+    TupleTableSlot *old_slot = g->event == RowEvent::kInsert ? nullptr : td->tg_trigslot;
+    TupleTableSlot *new_slot =
+        g->event == RowEvent::kInsert ? td->tg_trigslot
+                                      : (g->event == RowEvent::kUpdate ? td->tg_newslot : nullptr);
+    g->has_old_token = TokenOf(old_slot, g->old_row, desc, g->policy.token_attnum, &g->old_token);
+    g->has_new_token = TokenOf(new_slot, g->new_row, desc, g->policy.token_attnum, &g->new_token);
 }
 
 // After the write: the key's tombstone once more, read with the latest
