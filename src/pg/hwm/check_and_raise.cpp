@@ -42,19 +42,24 @@ void NoteRaise(const SharedHwm &h, Token token, bool strict) {
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict) {
     RequireStorableResourceKey(name_space, resource);
-    Datum ns = CStringGetTextDatum(name_space);
-    Datum res = CStringGetTextDatum(resource);
     // "<namespace>\0<resource>"
     Size ns_len = strlen(name_space);
     Size identity_len = ns_len + 1 + strlen(resource);
     char *identity = static_cast<char *>(palloc(identity_len + 1));
     memcpy(identity, name_space, ns_len + 1);
     strcpy(identity + ns_len + 1, resource);
-    Datum key[] = {ns, res};
+    Datum key[2];
     LOCKTAG tag;
     ResourceHwmLockTag(&tag, identity, identity_len);
     hwm::SharedHwm h = {HwmKind::kResource,    InvalidOid, identity, identity_len,
                         &hwm::resource_direct, &tag,       key,      name_space};
+    // The rows of a bulk statement after the first: no key built.
+    if (hwm::AdmittedFromMemory(h, offered, strict))
+        return {true, offered};
+    Datum ns = CStringGetTextDatum(name_space);
+    Datum res = CStringGetTextDatum(resource);
+    key[0] = ns;
+    key[1] = res;
     HwmVerdict verdict;
     if (hwm::SettleDirect(h, offered, strict, &verdict))
         return verdict;

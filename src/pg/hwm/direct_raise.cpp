@@ -356,8 +356,25 @@ struct SeenHwm {
     // this transaction to its end, while HwmStateEpoch() was admitted_epoch
     // (0: not so).
     uint64 admitted_epoch;
+    // The HWM's identity (SharedHwm), which the verdict is remembered for:
+    // two resources whose identities hash alike share a lock tag, never a
+    // verdict. kUnknownIdentity: too long to keep (no verdict from memory).
+    Size identity_len;
+    char identity[64];
 };
+constexpr Size kUnknownIdentity = ~Size{0};
 constexpr long kSeenCapacity = 1024;
+
+void KeepIdentity(SeenHwm *e, const SharedHwm &h) {
+    e->identity_len = h.identity_len <= sizeof(e->identity) ? h.identity_len : kUnknownIdentity;
+    if (e->identity_len != kUnknownIdentity && h.identity_len > 0)
+        memcpy(e->identity, h.identity, h.identity_len);
+}
+
+bool SameIdentity(const SeenHwm &e, const SharedHwm &h) {
+    return e.identity_len == h.identity_len &&
+           (h.identity_len == 0 || memcmp(e.identity, h.identity, h.identity_len) == 0);
+}
 HTAB *seen_hwms = nullptr;
 
 SeenHwm *FindSeen(const LOCKTAG *tag) {
@@ -366,7 +383,7 @@ SeenHwm *FindSeen(const LOCKTAG *tag) {
     return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
 }
 
-void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row, uint64 admitted_epoch) {
+void NoteSeen(const SharedHwm &h, Token hwm, const RowHint &row, uint64 admitted_epoch) {
     if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
         hash_destroy(seen_hwms);
         seen_hwms = nullptr;
@@ -379,17 +396,16 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row, uint64 admitted
         seen_hwms =
             hash_create("fencing HWMs seen", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
     }
-    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
+    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, h.tag, HASH_ENTER, nullptr));
     e->hwm = hwm;
     e->row = row;
     e->admitted_epoch = admitted_epoch;
+    KeepIdentity(e, h);
 }
 
 }  // namespace
 
-bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
-    // Nothing below touches seen_hwms, so the entry stays valid.
-    SeenHwm *seen = FindSeen(h.tag);
+bool AdmittedFromMemory(const SharedHwm &h, Token offered, bool strict) {
     // A write at the HWM this transaction was admitted at under the ShareLock
     // it still holds (no subtransaction that took it aborted since): no raise
     // or reset of another transaction can have come in between (each takes
@@ -400,11 +416,20 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
     // locks that row first. The same verdict, without a read: the rows of a
     // bulk statement after the first. Strict mode judges an equal token by
     // the raise registry: no shortcut.
-    if (!strict && seen != nullptr && seen->admitted_epoch == HwmStateEpoch() &&
-        offered == seen->hwm) {
+    if (strict)
+        return false;
+    const SeenHwm *seen = FindSeen(h.tag);
+    return seen != nullptr && seen->admitted_epoch == HwmStateEpoch() && offered == seen->hwm &&
+           SameIdentity(*seen, h);
+}
+
+bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    if (AdmittedFromMemory(h, offered, strict)) {
         *verdict = {true, offered};
         return true;
     }
+    // Nothing below touches seen_hwms, so the entry stays valid.
+    SeenHwm *seen = FindSeen(h.tag);
     bool expect_raise = seen != nullptr && offered > seen->hwm;
     RowHint hint = {InvalidOid, InvalidOid, {}};
     if (seen != nullptr)
@@ -419,8 +444,9 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
         seen->hwm = hwm;
         seen->row = hint;
         seen->admitted_epoch = admitted_epoch;
+        KeepIdentity(seen, h);
     } else {
-        NoteSeen(h.tag, hwm, hint, admitted_epoch);
+        NoteSeen(h, hwm, hint, admitted_epoch);
     }
     return true;
 }
