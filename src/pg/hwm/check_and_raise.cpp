@@ -85,6 +85,8 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     LOCKTAG tag;
     TableHwmLockTag(&tag, home_relid);
     hwm::SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0, &hwm::table_direct, &tag, key};
+    if (hwm::AdmittedFromMemory(h, offered, strict))
+        return {true, offered};
     HwmVerdict verdict;
     if (hwm::SettleDirect(h, offered, strict, &verdict))
         return verdict;

@@ -424,10 +424,6 @@ bool AdmittedFromMemory(const SharedHwm &h, Token offered, bool strict) {
 }
 
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
-    if (AdmittedFromMemory(h, offered, strict)) {
-        *verdict = {true, offered};
-        return true;
-    }
     // Nothing below touches seen_hwms, so the entry stays valid.
     SeenHwm *seen = FindSeen(h.tag);
     bool expect_raise = seen != nullptr && offered > seen->hwm;
