@@ -82,16 +82,22 @@ bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     return true;
 }
 
-// The same from the firing's slot, which holds the row: its values are
-// mostly deformed already (COPY and INSERT ... SELECT fill a virtual slot),
-// where heap_getattr walks every column before a variable-width one.
+// A column of row, held by the firing's slot (nullptr: none). heap_getattr
+// is quick where the column's offset is known (every column before it of
+// fixed width, no NULLs); behind a variable-width column it walks the row
+// each time, and the slot deforms it once for every column asked.
+Datum ColumnOf(HeapTuple row, TupleTableSlot *slot, TupleDesc desc, int attnum, bool *isnull) {
+    if (slot == nullptr ||
+        (HeapTupleNoNulls(row) && TupleDescAttr(desc, attnum - 1)->attcacheoff >= 0))
+        return heap_getattr(row, attnum, desc, isnull);
+    return slot_getattr(slot, attnum, isnull);
+}
+
 bool TokenOf(TupleTableSlot *slot, HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     if (row == nullptr)
         return false;
-    if (slot == nullptr)
-        return TokenAt(row, desc, attnum, out);
     bool isnull;
-    Datum d = slot_getattr(slot, attnum, &isnull);
+    Datum d = ColumnOf(row, slot, desc, attnum, &isnull);
     if (isnull)
         return false;
     *out = DatumGetInt64(d);
@@ -193,8 +199,7 @@ const char *ResourceOf(const GuardContext &g, HeapTuple row, TupleTableSlot *slo
     TupleDesc desc = RelationGetDescr(g.rel);
     int attnum = g.policy.resource_attnum;
     bool isnull;
-    Datum d = slot != nullptr ? slot_getattr(slot, attnum, &isnull)
-                              : heap_getattr(row, attnum, desc, &isnull);
+    Datum d = ColumnOf(row, slot, desc, attnum, &isnull);
     if (isnull)
         ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
                         errmsg("cannot fence a row of table %s: its resource column %s is NULL",
