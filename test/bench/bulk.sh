@@ -6,6 +6,7 @@
 #   ROWS=20000 ROUNDS=3 bash test/bench/bulk.sh   a quick check
 #   BULK_PARTS=callgrind | wall               one part only
 #   BULK_OPS="copy_row del_row"               some operations only
+#   BULK_CG_KEEP=DIR                          keep the callgrind profiles
 #
 # Operations (each on a fenced table "f" and on the same table unprotected
 # "u": id bigint PRIMARY KEY, res int, payload text, tok fencing_token):
@@ -158,6 +159,11 @@ cg_run() {  # cg_run OP VARIANT N
         return 1
     fi
     awk '/^(summary|totals):/ { print $2; exit }' "$dir/callgrind.out" >"$dir/ir"
+    # The profiles outlive the scratch cluster when asked (callgrind_annotate).
+    if [ -n "${BULK_CG_KEEP:-}" ]; then
+        mkdir -p "$BULK_CG_KEEP"
+        cp "$dir/callgrind.out" "$BULK_CG_KEEP/$op-$v-$n.callgrind"
+    fi
 }
 if [[ " $PARTS " == *" callgrind "* ]]; then
     echo "== callgrind: ${#CG_OPS[@]} operations x {fenced, unfenced} x N=$CG_N1,$CG_N2"

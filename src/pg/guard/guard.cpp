@@ -56,6 +56,9 @@ struct GuardContext {
     RowEvent event;
     HeapTuple old_row;  // UPDATE, DELETE
     HeapTuple new_row;  // INSERT, UPDATE
+    // The firing's slots holding them (nullptr: none).
+    TupleTableSlot *old_slot;
+    TupleTableSlot *new_slot;
     // The token column of the old and the new row, where there is one.
     bool has_old_token;
     Token old_token;
@@ -74,6 +77,28 @@ struct GuardContext {
 bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     bool isnull;
     Datum d = heap_getattr(row, attnum, desc, &isnull);
+    if (isnull)
+        return false;
+    *out = DatumGetInt64(d);
+    return true;
+}
+
+// A column of row, held by the firing's slot (nullptr: none). heap_getattr
+// is quick where the column's offset is known (every column before it of
+// fixed width, no NULLs); behind a variable-width column it walks the row
+// each time, and the slot deforms it once for every column asked.
+Datum ColumnOf(HeapTuple row, TupleTableSlot *slot, TupleDesc desc, int attnum, bool *isnull) {
+    if (slot == nullptr ||
+        (HeapTupleNoNulls(row) && TupleDescAttr(desc, attnum - 1)->attcacheoff >= 0))
+        return heap_getattr(row, attnum, desc, isnull);
+    return slot_getattr(slot, attnum, isnull);
+}
+
+bool TokenOf(TupleTableSlot *slot, HeapTuple row, TupleDesc desc, int attnum, Token *out) {
+    if (row == nullptr)
+        return false;
+    bool isnull;
+    Datum d = ColumnOf(row, slot, desc, attnum, &isnull);
     if (isnull)
         return false;
     *out = DatumGetInt64(d);
@@ -169,12 +194,13 @@ HeapTuple WithToken(const GuardContext &g, Token token) {
                                      &isnull);
 }
 
-// Resource scope: the resource column's value, as text.
-const char *ResourceOf(const GuardContext &g, HeapTuple row) {
+// Resource scope: the resource column's value, as text (from the slot
+// holding the row when there is one).
+const char *ResourceOf(const GuardContext &g, HeapTuple row, TupleTableSlot *slot) {
     TupleDesc desc = RelationGetDescr(g.rel);
     int attnum = g.policy.resource_attnum;
     bool isnull;
-    Datum d = heap_getattr(row, attnum, desc, &isnull);
+    Datum d = ColumnOf(row, slot, desc, attnum, &isnull);
     if (isnull)
         ereport(ERROR, (errcode(ERRCODE_NOT_NULL_VIOLATION),
                         errmsg("cannot fence a row of table %s: its resource column %s is NULL",
@@ -614,14 +640,15 @@ bool CheckShared(const GuardContext &g, const OfferedToken &offered) {
         return true;
     if (g.policy.scope == Scope::kTable)
         return SharedHwmAdmits(g, offered.value, nullptr);
-    const char *resource = ResourceOf(g, g.new_row != nullptr ? g.new_row : g.old_row);
+    const char *resource = g.new_row != nullptr ? ResourceOf(g, g.new_row, g.new_slot)
+                                                : ResourceOf(g, g.old_row, g.old_slot);
     // A row moved to another resource is a write to both.
     // A BEFORE trigger may move it without the SET list naming the column.
     if (g.event == RowEvent::kUpdate &&
         (bms_is_member(g.policy.resource_attnum - FirstLowInvalidHeapAttributeNumber,
                        g.trigger->tg_updatedcols) ||
          OtherBeforeUpdateTriggers(g))) {
-        const char *old_resource = ResourceOf(g, g.old_row);
+        const char *old_resource = ResourceOf(g, g.old_row, g.old_slot);
         if (strcmp(old_resource, resource) != 0 && !SharedHwmAdmits(g, offered.value, old_resource))
             return false;
     }
@@ -658,10 +685,16 @@ void ReadFiring(TriggerData *td, GuardContext *g) {
     }
     TupleDesc desc = RelationGetDescr(g->rel);
     g->old_token = g->new_token = 0;
+    // An INSERT's row is in tg_trigslot, an UPDATE's old and new rows in
+    // tg_trigslot and tg_newslot, a DELETE's old row in tg_trigslot.
+    g->old_slot = g->event == RowEvent::kInsert ? nullptr : td->tg_trigslot;
+    g->new_slot = g->event == RowEvent::kInsert
+                      ? td->tg_trigslot
+                      : (g->event == RowEvent::kUpdate ? td->tg_newslot : nullptr);
     g->has_old_token =
-        g->old_row != nullptr && TokenAt(g->old_row, desc, g->policy.token_attnum, &g->old_token);
+        TokenOf(g->old_slot, g->old_row, desc, g->policy.token_attnum, &g->old_token);
     g->has_new_token =
-        g->new_row != nullptr && TokenAt(g->new_row, desc, g->policy.token_attnum, &g->new_token);
+        TokenOf(g->new_slot, g->new_row, desc, g->policy.token_attnum, &g->new_token);
 }
 
 // After the write: the key's tombstone once more, read with the latest

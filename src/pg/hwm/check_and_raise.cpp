@@ -41,20 +41,30 @@ void NoteRaise(const SharedHwm &h, Token token, bool strict) {
 
 HwmVerdict CheckAndRaiseResource(const char *name_space, const char *resource, Token offered,
                                  bool strict) {
-    RequireStorableResourceKey(name_space, resource);
-    Datum ns = CStringGetTextDatum(name_space);
-    Datum res = CStringGetTextDatum(resource);
-    // "<namespace>\0<resource>"
+    // "<namespace>\0<resource>", on the stack when short (the common case:
+    // one per row of a bulk statement).
     Size ns_len = strlen(name_space);
     Size identity_len = ns_len + 1 + strlen(resource);
-    char *identity = static_cast<char *>(palloc(identity_len + 1));
+    char short_identity[128];
+    char *identity = identity_len < sizeof(short_identity)
+                         ? short_identity
+                         : static_cast<char *>(palloc(identity_len + 1));
     memcpy(identity, name_space, ns_len + 1);
     strcpy(identity + ns_len + 1, resource);
-    Datum key[] = {ns, res};
+    Datum key[2];
     LOCKTAG tag;
     ResourceHwmLockTag(&tag, identity, identity_len);
     hwm::SharedHwm h = {HwmKind::kResource,    InvalidOid, identity, identity_len,
                         &hwm::resource_direct, &tag,       key,      name_space};
+    // The rows of a bulk statement after the first: no key built.
+    // A key admitted from memory was stored, so it is storable.
+    if (hwm::AdmittedFromMemory(h, offered, strict))
+        return {true, offered};
+    RequireStorableResourceKey(name_space, resource);
+    Datum ns = CStringGetTextDatum(name_space);
+    Datum res = CStringGetTextDatum(resource);
+    key[0] = ns;
+    key[1] = res;
     HwmVerdict verdict;
     if (hwm::SettleDirect(h, offered, strict, &verdict))
         return verdict;
@@ -75,6 +85,8 @@ HwmVerdict CheckAndRaiseTable(Oid home_relid, Token offered, bool strict) {
     LOCKTAG tag;
     TableHwmLockTag(&tag, home_relid);
     hwm::SharedHwm h = {HwmKind::kTable, home_relid, nullptr, 0, &hwm::table_direct, &tag, key};
+    if (hwm::AdmittedFromMemory(h, offered, strict))
+        return {true, offered};
     HwmVerdict verdict;
     if (hwm::SettleDirect(h, offered, strict, &verdict))
         return verdict;

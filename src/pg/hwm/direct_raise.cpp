@@ -194,6 +194,11 @@ struct DirectCheck {
     Snapshot snapshot;
     TupleTableSlot *slot;
     ItemPointerData tid;  // of the version the snapshot sees
+    // Admitted, and the HWM row's newest version, at the offered token, is
+    // locked (or written) by this transaction: nobody else can raise or
+    // delete it before this transaction (or the subtransaction that locked
+    // it) ends.
+    bool holds_row;
 };
 
 Token HwmInSlot(const DirectCheck &c) {
@@ -280,6 +285,7 @@ bool SettleOnLockedRow(DirectCheck *c, TM_Result result, bool holds_exclusive) {
     if (raise)
         RaiseInPlace(c);
     *c->verdict = admitted ? HwmVerdict{true, c->offered} : HwmVerdict{false, hwm};
+    c->holds_row = admitted && c->offered >= hwm;
     if (raise || holds_exclusive)
         UnlockHwmExclusive(tag);
     return true;
@@ -316,9 +322,10 @@ bool SettleOnVisibleRow(DirectCheck *c) {
 // lock in exclusive mode from before it locks the row until its new row
 // version exists: it waits for the writers admitted at the HWM before it, and
 // those that come later see the raise (SettledAtHwm).
+// holds_row: see DirectCheck.
 bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint *hint,
-                         HwmVerdict *verdict) {
-    DirectCheck c = {h, offered, strict, hint, verdict, {}, nullptr, nullptr, {}};
+                         HwmVerdict *verdict, bool *holds_row) {
+    DirectCheck c = {h, offered, strict, hint, verdict, {}, nullptr, nullptr, {}, false};
     if (!OpenDirectHeap(h.direct, RowExclusiveLock, h.key, &c.a))
         return false;
     if (!WritesDirectly(c.a.rel)) {
@@ -331,6 +338,7 @@ bool DirectCheckAndRaise(const SharedHwm &h, Token offered, bool strict, RowHint
     ExecDropSingleTupleTableSlot(c.slot);
     UnregisterSnapshot(c.snapshot);
     CloseDirect(&c.a);
+    *holds_row = settled && c.holds_row;
     return settled;
 }
 
@@ -344,11 +352,29 @@ struct SeenHwm {
     LOCKTAG tag;  // hash key
     Token hwm;
     RowHint row;
-    // Admitted at hwm under the HWM ShareLock, held by this transaction to
-    // its end, while HwmStateEpoch() was admitted_epoch (0: not so).
+    // Admitted at hwm under the HWM ShareLock, or the HWM row's lock, held by
+    // this transaction to its end, while HwmStateEpoch() was admitted_epoch
+    // (0: not so).
     uint64 admitted_epoch;
+    // The HWM's identity (SharedHwm), which the verdict is remembered for:
+    // two resources whose identities hash alike share a lock tag, never a
+    // verdict. kUnknownIdentity: too long to keep (no verdict from memory).
+    Size identity_len;
+    char identity[64];
 };
+constexpr Size kUnknownIdentity = ~Size{0};
 constexpr long kSeenCapacity = 1024;
+
+void KeepIdentity(SeenHwm *e, const SharedHwm &h) {
+    e->identity_len = h.identity_len <= sizeof(e->identity) ? h.identity_len : kUnknownIdentity;
+    if (e->identity_len != kUnknownIdentity && h.identity_len > 0)
+        memcpy(e->identity, h.identity, h.identity_len);
+}
+
+bool SameIdentity(const SeenHwm &e, const SharedHwm &h) {
+    return e.identity_len == h.identity_len &&
+           (h.identity_len == 0 || memcmp(e.identity, h.identity, h.identity_len) == 0);
+}
 HTAB *seen_hwms = nullptr;
 
 SeenHwm *FindSeen(const LOCKTAG *tag) {
@@ -357,7 +383,7 @@ SeenHwm *FindSeen(const LOCKTAG *tag) {
     return static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_FIND, nullptr));
 }
 
-void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row, uint64 admitted_epoch) {
+void NoteSeen(const SharedHwm &h, Token hwm, const RowHint &row, uint64 admitted_epoch) {
     if (seen_hwms != nullptr && hash_get_num_entries(seen_hwms) >= kSeenCapacity) {
         hash_destroy(seen_hwms);
         seen_hwms = nullptr;
@@ -370,36 +396,43 @@ void NoteSeen(const LOCKTAG *tag, Token hwm, const RowHint &row, uint64 admitted
         seen_hwms =
             hash_create("fencing HWMs seen", 64, &ctl, HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
     }
-    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, tag, HASH_ENTER, nullptr));
+    auto *e = static_cast<SeenHwm *>(hash_search(seen_hwms, h.tag, HASH_ENTER, nullptr));
     e->hwm = hwm;
     e->row = row;
     e->admitted_epoch = admitted_epoch;
+    KeepIdentity(e, h);
 }
 
 }  // namespace
 
-bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
-    // Nothing below touches seen_hwms, so the entry stays valid.
-    SeenHwm *seen = FindSeen(h.tag);
+bool AdmittedFromMemory(const SharedHwm &h, Token offered, bool strict) {
     // A write at the HWM this transaction was admitted at under the ShareLock
     // it still holds (no subtransaction that took it aborted since): no raise
     // or reset of another transaction can have come in between (each takes
     // the lock in exclusive mode), and this backend raised nothing since. The
-    // same verdict, without a read: the rows of a bulk statement after the
-    // first. Strict mode judges an equal token by the raise registry: no
-    // shortcut.
-    if (!strict && seen != nullptr && seen->admitted_epoch == HwmStateEpoch() &&
-        offered == seen->hwm) {
-        *verdict = {true, offered};
-        return true;
-    }
+    // same holds under the lock on the HWM row's newest version, taken where
+    // the share locks ran out (MayTakeHwmShareLock: a statement writing many
+    // resources): a raise, a reset or a retirement of another transaction
+    // locks that row first. The same verdict, without a read: the rows of a
+    // bulk statement after the first. Strict mode judges an equal token by
+    // the raise registry: no shortcut.
+    if (strict)
+        return false;
+    const SeenHwm *seen = FindSeen(h.tag);
+    return seen != nullptr && seen->admitted_epoch == HwmStateEpoch() && offered == seen->hwm &&
+           SameIdentity(*seen, h);
+}
+
+bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict) {
+    // Nothing below touches seen_hwms, so the entry stays valid.
+    SeenHwm *seen = FindSeen(h.tag);
     bool expect_raise = seen != nullptr && offered > seen->hwm;
     RowHint hint = {InvalidOid, InvalidOid, {}};
     if (seen != nullptr)
         hint = seen->row;
     bool shared = false;
     if ((strict || expect_raise || !SettledAtHwm(h, offered, &hint, verdict, &shared)) &&
-        !DirectCheckAndRaise(h, offered, strict, &hint, verdict))
+        !DirectCheckAndRaise(h, offered, strict, &hint, verdict, &shared))
         return false;
     Token hwm = verdict->admitted ? offered : verdict->hwm;
     uint64 admitted_epoch = shared ? HwmStateEpoch() : 0;
@@ -407,8 +440,9 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
         seen->hwm = hwm;
         seen->row = hint;
         seen->admitted_epoch = admitted_epoch;
+        KeepIdentity(seen, h);
     } else {
-        NoteSeen(h.tag, hwm, hint, admitted_epoch);
+        NoteSeen(h, hwm, hint, admitted_epoch);
     }
     return true;
 }

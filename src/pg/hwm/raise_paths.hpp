@@ -40,6 +40,9 @@ bool RaisedHere(const SharedHwm &h, Token token);
 // again, and nobody else may.
 void NoteRaise(const SharedHwm &h, Token token, bool strict);
 
+// Admitted at the HWM this transaction was admitted at under a lock it still
+// holds, without a read (h.key unused): asked before SettleDirect.
+bool AdmittedFromMemory(const SharedHwm &h, Token offered, bool strict);
 // Through the direct path; false when the SPI path must settle it (a first
 // write, a table not of the direct path's shape, or one with a trigger).
 bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *verdict);

@@ -38,10 +38,40 @@ using hwm::WaitForWriter;
 
 namespace {
 
+// LookupValue for a one-dimensional text[] without NULLs (every key the
+// guard builds): the key's bytes copied, one element appended, as
+// construct_md_array lays it out (each element INTALIGNed); nullptr for any
+// other array.
+Datum AppendedLookupValue(ArrayType *array, Oid home_relid) {
+    Size old_data = ARR_SIZE(array) - ARR_DATA_OFFSET(array);
+    if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_LBOUND(array)[0] != 1 ||
+        ARR_ELEMTYPE(array) != TEXTOID || old_data != INTALIGN(old_data))
+        return PointerGetDatum(nullptr);
+    char relid_text[16];
+    int len = snprintf(relid_text, sizeof(relid_text), "%u", home_relid);
+    Size element = VARHDRSZ + len;
+    Size nbytes = ARR_OVERHEAD_NONULLS(1) + old_data + INTALIGN(element);
+    auto *out = static_cast<ArrayType *>(palloc0(nbytes));
+    SET_VARSIZE(out, nbytes);
+    out->ndim = 1;
+    out->dataoffset = 0;
+    out->elemtype = TEXTOID;
+    ARR_DIMS(out)[0] = ARR_DIMS(array)[0] + 1;
+    ARR_LBOUND(out)[0] = 1;
+    memcpy(ARR_DATA_PTR(out), ARR_DATA_PTR(array), old_data);
+    char *tail = ARR_DATA_PTR(out) + old_data;
+    SET_VARSIZE(tail, element);
+    memcpy(VARDATA(tail), relid_text, len);
+    return PointerGetDatum(out);
+}
+
 // The lookup index's value for the key: the key's elements and the relid's
 // decimal text (oidout), as array_append(key, relid::oid::text) computes it.
 Datum LookupValue(Oid home_relid, Datum key) {
     ArrayType *array = DatumGetArrayTypeP(key);
+    Datum appended = AppendedLookupValue(array, home_relid);
+    if (DatumGetPointer(appended) != nullptr)
+        return appended;
     Datum *elems;
     bool *nulls;
     int n;

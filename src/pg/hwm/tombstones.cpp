@@ -149,9 +149,14 @@ bool RowTombstone(Relation rel, Oid home_relid, HeapTuple new_row, Token *hwm, b
 }
 
 void RequireRowKeyFits(Relation rel, Oid home_relid, HeapTuple new_row) {
+    // The rows of a COPY or INSERT ... SELECT after the first: no key built.
+    if (RowKeyFitsCached(rel))
+        return;
     Datum key;
-    if (CheckedRowKey(rel, new_row, &key))
+    if (CheckedRowKey(rel, new_row, &key)) {
         RequireTombstoneKeyFits(rel, home_relid, key, false);
+        NoteRowKeyFits(rel);
+    }
 }
 
 namespace {

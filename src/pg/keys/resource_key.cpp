@@ -2,6 +2,7 @@
 #include "pg/keys/resource_key.hpp"
 
 #include "pg/types/token_type.hpp"
+#include "pg/base/compat.hpp"
 
 extern "C" {
 #include "access/heaptoast.h"
@@ -10,6 +11,7 @@ extern "C" {
 #include "access/toast_internals.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 }
@@ -36,13 +38,39 @@ bool ResourceTypeIsCanonical(Oid type) {
     }
 }
 
+namespace {
+
+// The last type's output function, for the rest of its transaction: the rows
+// of a statement share their resource column's type, and looking the
+// function up per row cost more than calling it. Kept in
+// TopTransactionContext, as long as the cache is asked.
+struct OutputOfType {
+    LocalTransactionId lxid = InvalidLocalTransactionId;
+    Oid type = InvalidOid;
+    bool numeric = false;
+    FmgrInfo output;
+};
+OutputOfType output_of_type;
+
+}  // namespace
+
 char *ResourceKeyText(Oid type, Datum value) {
-    if (getBaseType(type) == NUMERICOID)
+    OutputOfType &c = output_of_type;
+    if (c.lxid != CurrentLocalTransactionId() || c.type != type) {
+        c.type = InvalidOid;
+        c.numeric = getBaseType(type) == NUMERICOID;
+        if (!c.numeric) {
+            Oid output;
+            bool varlena;
+            getTypeOutputInfo(type, &output, &varlena);
+            fmgr_info_cxt(output, &c.output, TopTransactionContext);
+        }
+        c.type = type;
+        c.lxid = CurrentLocalTransactionId();
+    }
+    if (c.numeric)
         return numeric_normalize(DatumGetNumeric(value));
-    Oid output;
-    bool varlena;
-    getTypeOutputInfo(type, &output, &varlena);
-    return OidOutputFunctionCall(output, value);
+    return OutputFunctionCall(&c.output, value);
 }
 
 namespace {

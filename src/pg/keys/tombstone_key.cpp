@@ -201,13 +201,38 @@ constexpr const char *kRowScopeHint =
 // invalidation of it. An invalidation during the check voids its result.
 Oid checked_relid = InvalidOid;
 uint64 invalidations = 0;
+// Whether every key of checked_relid has one size (see RowKeyWidthIsFixed),
+// and whether one of its keys was found to fit (so all do).
+bool checked_fixed_width = false;
+bool checked_fits = false;
+// What the last RequireCanonicalRowKey found.
+bool last_fixed_width = false;
+
+// Whether the canonical element of every value of this base type has one
+// length: the fixed-width integers, dates and times sent in network order,
+// the floats' bits, the interval's span. Not bytea, numeric, the strings and
+// enums (their labels vary).
+bool ElementWidthIsFixed(Oid base) {
+    switch (KindOf(base)) {
+        case KeyKind::kSend:
+            return base != BYTEAOID && get_typlen(base) > 0;
+        case KeyKind::kFloat4:
+        case KeyKind::kFloat8:
+        case KeyKind::kInterval:
+            return true;
+        default:
+            return false;
+    }
+}
 
 }  // namespace
 
 void ForgetCheckedRowKey(Oid relid) {
     ++invalidations;
-    if (relid == InvalidOid || relid == checked_relid)
+    if (relid == InvalidOid || relid == checked_relid) {
         checked_relid = InvalidOid;
+        checked_fits = false;
+    }
 }
 
 // fencing_token: the type of that name that belongs to this extension, not
@@ -296,6 +321,7 @@ void RequireCanonicalRowKey(Relation rel) {
         RefuseDeferrablePrimaryKey(rel);
         return;
     }
+    last_fixed_width = false;
     HeapTuple ixtup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(pkindex));
     if (!HeapTupleIsValid(ixtup))
         elog(ERROR, "cache lookup failed for index %u", pkindex);
@@ -306,11 +332,13 @@ void RequireCanonicalRowKey(Relation rel) {
     auto *indcollation = reinterpret_cast<oidvector *>(
         DatumGetPointer(SysCacheGetAttr(INDEXRELID, ixtup, Anum_pg_index_indcollation, &isnull)));
     TupleDesc desc = RelationGetDescr(rel);
+    bool fixed_width = true;
     for (int i = 0; i < ix->indnkeyatts; ++i) {
         AttrNumber attnum = ix->indkey.values[i];
         if (attnum <= 0)
             continue;  // a primary key has no expression columns
         Form_pg_attribute att = TupleDescAttr(desc, attnum - 1);
+        fixed_width = fixed_width && ElementWidthIsFixed(getBaseType(att->atttypid));
         const char *why;
         if (!KeyTypeIsCanonical(att->atttypid, indcollation->values[i], indclass->values[i],
                                 &why)) {
@@ -330,6 +358,7 @@ void RequireCanonicalRowKey(Relation rel) {
         }
     }
     ReleaseSysCache(ixtup);
+    last_fixed_width = fixed_width;
 }
 
 void RequireCanonicalRowKeyOf(Oid relid) {
@@ -343,8 +372,20 @@ void RequireCanonicalRowKeyCached(Relation rel) {
         return;
     uint64 before = invalidations;
     RequireCanonicalRowKey(rel);
-    if (invalidations == before)
+    if (invalidations == before) {
         checked_relid = RelationGetRelid(rel);
+        checked_fixed_width = last_fixed_width;
+        checked_fits = false;
+    }
+}
+
+bool RowKeyFitsCached(Relation rel) {
+    return checked_fits && RelationGetRelid(rel) == checked_relid;
+}
+
+void NoteRowKeyFits(Relation rel) {
+    if (RelationGetRelid(rel) == checked_relid && checked_fixed_width)
+        checked_fits = true;
 }
 
 // BTMaxItemSize() of a B-tree page of this build's block size.

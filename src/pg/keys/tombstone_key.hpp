@@ -38,6 +38,14 @@ void RequireCanonicalRowKeyCached(Relation rel);
 // relcache callback.
 void ForgetCheckedRowKey(Oid relid);
 
+// A key of rel (just checked by RequireCanonicalRowKeyCached) fits a
+// tombstone: when every key column has one width (integers, dates, times,
+// uuid, floats, interval), every key of rel has that key's size, and
+// RowKeyFitsCached(rel) says so, without building a key, until the same
+// invalidation.
+void NoteRowKeyFits(Relation rel);
+bool RowKeyFitsCached(Relation rel);
+
 // The tombstone key of primary-key values (index column order, column types),
 // a text[] of one canonical element per column. Raises for a type without a
 // canonical form.
