@@ -83,11 +83,16 @@ bool TokenAt(HeapTuple row, TupleDesc desc, int attnum, Token *out) {
     return true;
 }
 
-// A column of row, held by the firing's slot (nullptr: none). heap_getattr
-// is quick where the column's offset is known (every column before it of
-// fixed width, no NULLs); behind a variable-width column it walks the row
-// each time, and the slot deforms it once for every column asked.
+// A column of row, held by the firing's slot (nullptr: none): from the slot
+// when it has deformed the column already; else heap_getattr where the
+// column's offset is known (every column before it of fixed width, no
+// NULLs); else the slot deforms the row once for every column asked, where
+// heap_getattr would walk it each time.
 Datum ColumnOf(HeapTuple row, TupleTableSlot *slot, TupleDesc desc, int attnum, bool *isnull) {
+    if (slot != nullptr && slot->tts_nvalid >= attnum) {
+        *isnull = slot->tts_isnull[attnum - 1];
+        return slot->tts_values[attnum - 1];
+    }
     if (slot == nullptr ||
         (HeapTupleNoNulls(row) && TupleDescAttr(desc, attnum - 1)->attcacheoff >= 0))
         return heap_getattr(row, attnum, desc, isnull);

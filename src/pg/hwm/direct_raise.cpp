@@ -363,6 +363,9 @@ struct SeenHwm {
     char identity[64];
 };
 constexpr Size kUnknownIdentity = ~Size{0};
+// The newest admitted_epoch of any entry: while it is not HwmStateEpoch(), no
+// entry holds a verdict (the first write of each transaction asks no table).
+uint64 newest_admitted_epoch = 0;
 constexpr long kSeenCapacity = 1024;
 
 void KeepIdentity(SeenHwm *e, const SharedHwm &h) {
@@ -416,7 +419,7 @@ bool AdmittedFromMemory(const SharedHwm &h, Token offered, bool strict) {
     // locks that row first. The same verdict, without a read: the rows of a
     // bulk statement after the first. Strict mode judges an equal token by
     // the raise registry: no shortcut.
-    if (strict)
+    if (strict || newest_admitted_epoch != HwmStateEpoch())
         return false;
     const SeenHwm *seen = FindSeen(h.tag);
     return seen != nullptr && seen->admitted_epoch == HwmStateEpoch() && offered == seen->hwm &&
@@ -436,6 +439,8 @@ bool SettleDirect(const SharedHwm &h, Token offered, bool strict, HwmVerdict *ve
         return false;
     Token hwm = verdict->admitted ? offered : verdict->hwm;
     uint64 admitted_epoch = shared ? HwmStateEpoch() : 0;
+    if (shared)
+        newest_admitted_epoch = admitted_epoch;
     if (seen != nullptr) {
         seen->hwm = hwm;
         seen->row = hint;
