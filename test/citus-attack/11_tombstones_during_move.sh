@@ -10,7 +10,7 @@ MODE=${ATK_MODE:-force_logical}
 T=race_${MODE}
 q $C "DROP TABLE IF EXISTS $T" >/dev/null
 q $C "SET fencing.auto_protect = off; CREATE TABLE $T (k int PRIMARY KEY, v int, pad text, fence fencing_token)" >/dev/null
-q $C "SELECT create_distributed_table('$T', 'k', shard_count => 2)" >/dev/null
+q $C "SELECT create_distributed_table('$T', 'k', shard_count => 2, colocate_with => 'none')" >/dev/null
 q $C "INSERT INTO $T SELECT g, g, repeat('x', 200), 10 FROM generate_series(1, 150000) g" >/dev/null
 sh=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = '$T'::regclass AND nodeport <> $C ORDER BY shardid LIMIT 1")
 src=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh")
