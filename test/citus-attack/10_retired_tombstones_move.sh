@@ -4,6 +4,7 @@
 # deleted keys' stale re-inserts refused after the move?
 . "$(dirname "$0")/lib.sh"
 [ "${ATK_REUSE:-}" = 1 ] || start_cluster
+q $C "DROP TABLE IF EXISTS fl" >/dev/null
 q $C "SET fencing.auto_protect = off; CREATE TABLE fl (k text PRIMARY KEY, v int, fence fencing_token)" >/dev/null
 q $C "SELECT create_distributed_table('fl', 'k', shard_count => 4)" >/dev/null
 q $C "INSERT INTO fl SELECT 'k'||g, g, 10 FROM generate_series(1, 200) g" >/dev/null

@@ -57,12 +57,13 @@ say "create_distributed_table(fenced ut) with citus.enable_unsafe_triggers" "$(s
 say "ut distributed?" "$(q $C "SELECT count(*) FROM pg_dist_partition WHERE logicalrelid = 'ut'::regclass")"
 stale_if_ok "stale write to ut (9 < 10)" "$(state $C "UPDATE ut SET v = 2, fence = 9 WHERE k = 1")"
 # ---- fencing_distribute misuse
+q $C "DROP TABLE IF EXISTS mt; DROP OWNED BY mallory" >/dev/null 2>&1
 q $C "DROP ROLE IF EXISTS mallory; CREATE ROLE mallory LOGIN; GRANT ALL ON SCHEMA public TO mallory" >/dev/null
 q $C "DROP TABLE IF EXISTS victim; CREATE TABLE victim (k int PRIMARY KEY, fence fencing_token); INSERT INTO victim VALUES (1, 10); GRANT ALL ON victim TO mallory" >/dev/null
 say "non-owner (mallory, ALL privileges) fencing_distribute(victim)" "$(state $C "SELECT fencing_distribute('victim', 'k')" mallory)"
 say "victim still protected" "$(q $C "SELECT count(*) FROM fencing_protected WHERE table_name = 'victim'::regclass")"
 q $C "CREATE TABLE mt (k int PRIMARY KEY, fence fencing_token)" mallory >/dev/null
-say "mallory: fencing_distribute(mt, colocate_with => 'victim') (not hers)" "$(state $C "SELECT fencing_distribute('mt', 'k', colocate_with => 'adv')" mallory)"
+say "mallory: fencing_distribute(mt, colocate_with => 'adv') (not hers)" "$(state $C "SELECT fencing_distribute('mt', 'k', colocate_with => 'adv')" mallory)"
 say "mallory: colocate_with => an injection string" "$(state $C "SELECT fencing_distribute('mt', 'k', colocate_with => 'adv''); DROP TABLE victim; --')" mallory)"
 say "victim exists" "$(q $C "SELECT count(*) FROM pg_class WHERE relname = 'victim'")"
 say "mallory: fencing_distribute(mt) with a distribution column that does not exist" "$(state $C "SELECT fencing_distribute('mt', 'nope')" mallory)"
