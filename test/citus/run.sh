@@ -238,6 +238,39 @@ for g in $(seq 100 140); do
 done
 check "stale re-inserts of deleted keys after the refused rebalance: all refused (TF001)" "41" "$refused"
 
+# ---- state outside tombstone rows, and Citus functions that rewrite a table
+# A shard whose tombstones were retired into its floor: the floor must stop
+# the stale re-insert after a move (refuse the move, or carry the floor).
+q $C "SET fencing.auto_protect = off; CREATE TABLE fl (k text PRIMARY KEY, v int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('fl', 'k', shard_count => 2, colocate_with => 'none')" >/dev/null
+q $C "INSERT INTO fl SELECT 'k'||g, g, 10 FROM generate_series(1, 20) g" >/dev/null
+sh_f=$(q $C "SELECT get_shard_id_for_distribution_column('fl', 'k1')")
+name_f=$(q $C "SELECT shard_name('fl'::regclass, $sh_f)")
+port_f=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_f")
+q $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM fl WHERE k = 'k1'; COMMIT;" >/dev/null
+q $port_f "SELECT fencing_enable_retirement('$name_f'::regclass); SELECT fencing_retire('$name_f'::regclass, '0 s')" >/dev/null
+to_f=$W2; [ "$port_f" = $W2 ] && to_f=$W1
+q $C "SELECT citus_move_shard_placement($sh_f, '127.0.0.1', $port_f, '127.0.0.1', $to_f, shard_transfer_mode => 'force_logical')" >/dev/null
+check "a key deleted and retired into the shard's floor: its stale re-insert refused after a move attempt" "TF001" \
+    "$(state $C "INSERT INTO fl VALUES ('k1', 0, 49)")"
+# undistribute_table copies the rows into a new coordinator table: the
+# shards' tombstones must not be lost with them.
+q $C "SET fencing.auto_protect = off; CREATE TABLE ud (k int PRIMARY KEY, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('ud', 'k', shard_count => 2, colocate_with => 'none')" >/dev/null
+q $C "INSERT INTO ud VALUES (1, 10); SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM ud WHERE k = 1; COMMIT;" >/dev/null
+q $C "SELECT undistribute_table('ud')" >/dev/null
+check "a deleted key's stale re-insert refused after an undistribute_table attempt" "TF001" \
+    "$(state $C "INSERT INTO ud VALUES (1, 49)")"
+# A reference table in resource scope: the lease's fence on acquire must
+# reach a write made directly on a worker's placement.
+q $C "SET fencing.auto_protect = off; CREATE TABLE rres (id int PRIMARY KEY, res text NOT NULL, fence fencing_token); SELECT create_reference_table('rres')" >/dev/null
+q $C "SELECT run_command_on_all_nodes(\$\$SELECT fencing_protect(c.oid::regclass, scope => 'resource', resource_column => 'res') FROM pg_class c WHERE relname ~ '^rres_[0-9]+\$'\$\$)" >/dev/null
+t_r=$(q $C "SELECT fencing_acquire('rr', 'A', '30 s')")
+q $C "INSERT INTO rres VALUES (1, 'rr', $t_r); SELECT fencing_release('rr', $t_r); SELECT fencing_acquire('rr', 'B', '30 s')" >/dev/null
+name_r=$(q $C "SELECT shard_name('rres'::regclass, shardid) FROM pg_dist_shard WHERE logicalrelid = 'rres'::regclass")
+check "reference table, resource scope: A's late write directly on a worker's placement after B acquired refused" "not ok" \
+    "$(s=$(state $W1 "INSERT INTO $name_r VALUES (2, 'rr', $t_r)"); [ "$s" = ok ] && echo ok || echo "not ok")"
+
 # ---- a plain (non-Citus) table on a worker keeps its single-node behaviour
 q $W1 "CREATE TABLE local_t (k int PRIMARY KEY, res text NOT NULL, fence fencing_token)" >/dev/null
 check "resource scope on a worker's own local table allowed" "ok" \
