@@ -85,10 +85,11 @@ pooler() {  # pooler LABEL PORT APP_PREPARE_THRESHOLD
         tee "$BUILD/pooler-$2.out" || status=1
     n=$((n + $(grep -cE '^(not )?ok ' "$BUILD/pooler-$2.out" || true)))
 }
-PGB=$BUILD/pgbouncer
+# Outside the checkout: the poolers run as postgres, which may not reach it.
+PGB=$(mktemp -d /tmp/pgfencing-java-pgbouncer.XXXXXX)
 PGB_PORT=${FENCING_JAVA_PGBOUNCER_PORT:-$((FENCING_PGPORT + 1))}
 export PGBOUNCER124_DATABASES="pgb_lib:$DB"
-trap '"$ROOT/test/lib/pgbouncer124.sh" stop "$PGB"; "$ROOT/test/lib/pgbouncer124.sh" stop "$PGB"124; "$ROOT/test/cluster.sh" stop' EXIT
+trap '"$ROOT/test/lib/pgbouncer124.sh" stop "$PGB"; "$ROOT/test/lib/pgbouncer124.sh" stop "$PGB"124; rm -rf "$PGB" "$PGB"124; "$ROOT/test/cluster.sh" stop' EXIT
 if "$ROOT/test/lib/pgbouncer124.sh" start-host "$PGB" "$PGB_PORT" "$FENCING_PGPORT" transaction 2; then
     pooler "pgbouncer $(pgbouncer --version | head -1 | cut -d' ' -f2)" "$PGB_PORT" 0
 else
