@@ -32,6 +32,14 @@ constexpr CitusRefusal kSharedScopeDistributed = {
     "Protect the distributed table in row scope (the high-water mark lives in the row and moves "
     "with it), or keep the table on one node or make it a reference table; see docs/citus.md."};
 
+constexpr CitusRefusal kResourceScopeReference = {
+    "resource scope is refused on a Citus reference table",
+    "A lease raises its resource's high-water mark on the coordinator only, and each worker "
+    "judges a write to its copy by its own: a write sent to a worker with a token the lease has "
+    "already fenced off would be accepted there.",
+    "Protect the reference table in row or table scope (every copy is written in one "
+    "transaction), or keep it on the coordinator; see docs/citus.md."};
+
 constexpr CitusRefusal kHighWaterCitusTable = {
     "fencing_high_water() is refused on the coordinator's table of a Citus table",
     "The coordinator's table is metadata: its rows and tombstones live in the shards on the "
@@ -107,6 +115,8 @@ static const CitusRefusal *JudgeDistribute(const CitusFacts &f) noexcept {
         return &kDistributeWithState;
     if (f.table == CitusTable::kDistributed && Shared(f.scope))
         return &kSharedScopeDistributed;
+    if (f.table == CitusTable::kReference && f.scope == Scope::kResource)
+        return &kResourceScopeReference;
     return f.custom_policy ? &kDistributeCustomPolicy : nullptr;
 }
 
@@ -141,8 +151,12 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
             // The scope's refusal first: it holds for the shards too.
             if (f.table == CitusTable::kDistributed && Shared(f.scope))
                 return &kSharedScopeDistributed;
+            if (f.table == CitusTable::kReference && f.scope == Scope::kResource)
+                return &kResourceScopeReference;
             return spread && !f.shard ? &kProtectCitusShell : nullptr;
         case CitusAction::kWrite:
+            if (f.table == CitusTable::kReference && f.scope == Scope::kResource)
+                return &kResourceScopeReference;
             return f.table == CitusTable::kDistributed && Shared(f.scope) ? &kSharedScopeDistributed
                                                                           : nullptr;
     }

@@ -99,8 +99,12 @@ TEST(JudgeOnCitus, SharedScopesRefusedOnDistributedTablesAndShards) {
                 for (Scope s : {Scope::kResource, Scope::kTable}) {
                     EXPECT_NE(JudgeOnCitus(Facts(role, a, CitusTable::kDistributed, shard, s)),
                               nullptr);
-                    // One placement, or every placement in one 2PC transaction.
-                    if (shard || a == CitusAction::kWrite) {
+                    // Every placement in one 2PC transaction: table scope holds;
+                    // resource scope does not (a lease fences on the coordinator only).
+                    if (s == Scope::kResource) {
+                        EXPECT_NE(JudgeOnCitus(Facts(role, a, CitusTable::kReference, shard, s)),
+                                  nullptr);
+                    } else if (shard || a == CitusAction::kWrite) {
                         EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kReference, shard, s)),
                                   nullptr);
                     }
@@ -162,9 +166,9 @@ TEST(JudgeOnCitus, DistributeOnTheCoordinatorWithoutStateOrCustomPolicy) {
     EXPECT_EQ(JudgeOnCitus(f), nullptr);
     f.table = CitusTable::kReference;
     EXPECT_EQ(JudgeOnCitus(f), nullptr);
-    // A reference table keeps a shared scope (every placement in one 2PC
-    // transaction) but not a custom policy.
-    f.scope = Scope::kResource;
+    // A reference table keeps table scope (every placement in one 2PC
+    // transaction), not resource scope (ResourceScopeRefusedOnReferenceTables).
+    f.scope = Scope::kTable;
     EXPECT_EQ(JudgeOnCitus(f), nullptr);
     f.table = CitusTable::kDistributed;
     EXPECT_NE(JudgeOnCitus(f), nullptr);
@@ -179,6 +183,18 @@ TEST(JudgeOnCitus, DistributeOnTheCoordinatorWithoutStateOrCustomPolicy) {
     EXPECT_NE(JudgeOnCitus(f), nullptr);
     f.role = CitusRole::kAbsent;
     EXPECT_NE(JudgeOnCitus(f), nullptr);
+}
+
+TEST(JudgeOnCitus, ResourceScopeRefusedOnReferenceTables) {
+    CitusFacts f = Facts(CitusRole::kCoordinator, CitusAction::kDistribute,
+                         CitusTable::kReference, false, Scope::kResource);
+    EXPECT_NE(JudgeOnCitus(f), nullptr);
+    f.scope = Scope::kTable;
+    EXPECT_EQ(JudgeOnCitus(f), nullptr);
+    // A worker's copy, written directly: judged by the worker's own resource HWM.
+    EXPECT_NE(JudgeOnCitus(Facts(CitusRole::kWorker, CitusAction::kWrite, CitusTable::kReference,
+                                 true, Scope::kResource)),
+              nullptr);
 }
 
 TEST(JudgeOnCitus, EveryRefusalIsComplete) {
