@@ -16,7 +16,8 @@ extern "C" {
 namespace fencing::pg {
 namespace {
 
-// A shard of a distributed table, fenced in row scope, with tombstones.
+// A shard of a distributed table, fenced in row scope, with tombstones or a
+// tombstone floor (retirement, or a bulk removal folded into it).
 void RefusePublishedShard(const RangeVar *name) {
     Oid relid = RangeVarGetRelid(name, NoLock, true);
     if (!OidIsValid(relid))
@@ -28,7 +29,8 @@ void RefusePublishedShard(const RangeVar *name) {
     BeginInternal(&session);
     ProtectedRow row;
     bool tombstones =
-        ReadProtectedRow(relid, &row) && row.scope == Scope::kRow && HasTombstones(relid);
+        ReadProtectedRow(relid, &row) && row.scope == Scope::kRow &&
+        (HasTombstones(relid) || TombstoneFloor(relid) > 0);
     EndInternal(&session);
     RefuseOnCitus(CitusAction::kShardMove, relid, Scope::kRow, tombstones);
 }
