@@ -1,0 +1,49 @@
+-- Row scope: a bulk INSERT keeps the table floor it read for the rest of its
+-- transaction. What raises that floor later in the same transaction must not
+-- leave the old value kept: a key below the raised floor is refused, as it
+-- is in a fresh transaction. (1) A policy change carrying a table HWM into
+-- the floor (table scope back to row scope: every key, deleted or never seen,
+-- judged at least at the carried HWM). (2) fencing_transfer_state after the
+-- copy into the new table (pg-osc's swap), moving the old table's floor (a
+-- folded DELETE) to it.
+SET client_min_messages = warning;
+\set VERBOSITY terse
+CREATE TABLE fkp (id int PRIMARY KEY, tok fencing_token);
+SELECT fencing_protect('fkp');
+BEGIN;
+INSERT INTO fkp SELECT g, 1 FROM generate_series(1, 100) g;
+SELECT fencing_protect('fkp', scope => 'table');
+INSERT INTO fkp VALUES (1000, 50);
+UPDATE fkp SET tok = 50;
+SELECT fencing_protect('fkp', scope => 'row');
+SELECT floor FROM fencing.tombstone_floor WHERE relid = 'fkp'::regclass;
+-- Refused: below the floor of 50.
+INSERT INTO fkp VALUES (2000, 40);
+COMMIT;
+SELECT count(*) AS rows_below_floor FROM fkp WHERE tok < 50;
+-- A fresh transaction: refused.
+INSERT INTO fkp VALUES (3000, 40);
+DROP TABLE fkp;
+-- (2) The old table's DELETE of 2000 keys at 50 is folded into its floor.
+CREATE TABLE tso (id int PRIMARY KEY, tok fencing_token);
+SELECT fencing_protect('tso');
+SELECT fencing_enable_retirement('tso'::regclass);
+INSERT INTO tso SELECT g, 50 FROM generate_series(1, 3000) g;
+BEGIN;
+SET LOCAL fencing.token = 50;
+DELETE FROM tso WHERE id <= 2000;
+COMMIT;
+SELECT floor FROM fencing.tombstone_floor WHERE relid = 'tso'::regclass;
+-- The new table: fenced on creation (auto_protect); the copy keeps its floor.
+CREATE TABLE tsn (id int PRIMARY KEY, tok fencing_token);
+BEGIN;
+INSERT INTO tsn SELECT id, tok FROM tso;
+SELECT fencing_transfer_state('tso', 'tsn');
+SELECT floor FROM fencing.tombstone_floor WHERE relid = 'tsn'::regclass;
+-- Refused: key 100 was deleted at 50.
+INSERT INTO tsn VALUES (100, 40);
+COMMIT;
+SELECT count(*) AS removed_keys_back FROM tsn WHERE id <= 2000;
+-- A fresh transaction: refused.
+INSERT INTO tsn VALUES (101, 40);
+DROP TABLE tso, tsn;
