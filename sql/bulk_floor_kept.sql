@@ -5,7 +5,8 @@
 -- the floor (table scope back to row scope: every key, deleted or never seen,
 -- judged at least at the carried HWM). (2) fencing_transfer_state after the
 -- copy into the new table (pg-osc's swap), moving the old table's floor (a
--- folded DELETE) to it.
+-- folded DELETE) to it. (3) A recreate (Alembic's batch: copy into a new
+-- table, DROP the old, RENAME the new), which adopts the old table's floor.
 SET client_min_messages = warning;
 \set VERBOSITY terse
 CREATE TABLE fkp (id int PRIMARY KEY, tok fencing_token);
@@ -47,3 +48,25 @@ SELECT count(*) AS removed_keys_back FROM tsn WHERE id <= 2000;
 -- A fresh transaction: refused.
 INSERT INTO tsn VALUES (101, 40);
 DROP TABLE tso, tsn;
+-- (3) The old table's DELETE of 2000 keys at 50 is folded into its floor.
+CREATE TABLE rc (id int PRIMARY KEY, tok fencing_token);
+SELECT fencing_protect('rc');
+SELECT fencing_enable_retirement('rc'::regclass);
+INSERT INTO rc SELECT g, 50 FROM generate_series(1, 3000) g;
+BEGIN;
+SET LOCAL fencing.token = 50;
+DELETE FROM rc WHERE id <= 2000;
+COMMIT;
+BEGIN;
+CREATE TABLE _alembic_tmp_rc (id int PRIMARY KEY, tok fencing_token, extra int);
+INSERT INTO _alembic_tmp_rc (id, tok) SELECT id, tok FROM rc;
+DROP TABLE rc;
+ALTER TABLE _alembic_tmp_rc RENAME TO rc;
+SELECT floor FROM fencing.tombstone_floor WHERE relid = 'rc'::regclass;
+-- Refused: key 100 was deleted at 50.
+INSERT INTO rc (id, tok) VALUES (100, 40);
+COMMIT;
+SELECT count(*) AS removed_keys_back FROM rc WHERE id <= 2000;
+-- A fresh transaction: refused.
+INSERT INTO rc (id, tok) VALUES (101, 40);
+DROP TABLE rc;
