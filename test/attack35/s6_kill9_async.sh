@@ -16,9 +16,12 @@ crash() {
   kill -9 $pm $(ps --ppid $pm -o pid=) 2>/dev/null; sleep 1
   rm -f $DATA/postmaster.pid /tmp/fencing-cluster-$FENCING_PGPORT/sock/.s.PGSQL.*
   runuser -u postgres -- pg_ctl -D $DATA -l /tmp/fencing-cluster-$FENCING_PGPORT/server.log -w start >/dev/null
+  for i in $(seq 1 30); do pg_isready -q && break; sleep 0.5; done
 }
 case_() {  # label, setup sql, acknowledged statement, check sql (prints 't' when kept), stale sql
-  q -c "$2" >/dev/null 2>&1
+  # the DROP in its own transaction: a fenced table dropped and created
+  # again in one transaction adopts the old state (a recreate)
+  q -c "${2%%;*}" >/dev/null 2>&1; q -c "${2#*;}" >/dev/null 2>&1
   q -c "CHECKPOINT"
   if ! q -c "$3" >/dev/null 2>/tmp/atk35_s6.err; then echo "$1: statement failed: $(head -1 /tmp/atk35_s6.err)"; return; fi
   crash
@@ -83,3 +86,28 @@ case_ "row DETACH partition (no retirement: tombstones)" \
   "ALTER TABLE k10 DETACH PARTITION k10a" \
   "SELECT count(*) = 5000 FROM fencing.row_tombstone WHERE relid = 'k10'::regclass" \
   "INSERT INTO k10 VALUES (4999, 40)"
+case_ "row ATTACH merging a folded floor" \
+  "DROP TABLE IF EXISTS k11, k11t; CREATE TABLE k11t (id int PRIMARY KEY, tok fencing_token); SELECT fencing_protect('k11t'); SELECT fencing_enable_retirement('k11t'::regclass); INSERT INTO k11t SELECT g, 50 FROM generate_series(1, 3000) g; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM k11t WHERE id <= 2000; COMMIT; CREATE TABLE k11 (id int PRIMARY KEY, tok fencing_token) PARTITION BY RANGE (id); CREATE TABLE k11d PARTITION OF k11 DEFAULT; SELECT fencing_protect('k11')" \
+  "ALTER TABLE k11 ATTACH PARTITION k11t FOR VALUES FROM (1) TO (10001)" \
+  "SELECT floor = 50 FROM fencing.tombstone_floor WHERE relid = 'k11'::regclass" \
+  "INSERT INTO k11 VALUES (100, 40)"
+case_ "row fencing_transfer_state moving a folded floor" \
+  "DROP TABLE IF EXISTS k12o, k12n; CREATE TABLE k12o (id int PRIMARY KEY, tok fencing_token); SELECT fencing_protect('k12o'); SELECT fencing_enable_retirement('k12o'::regclass); INSERT INTO k12o SELECT g, 50 FROM generate_series(1, 3000) g; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM k12o WHERE id <= 2000; COMMIT; CREATE TABLE k12n (id int PRIMARY KEY, tok fencing_token); INSERT INTO k12n SELECT * FROM k12o" \
+  "SELECT fencing_transfer_state('k12o', 'k12n')" \
+  "SELECT floor = 50 FROM fencing.tombstone_floor WHERE relid = 'k12n'::regclass" \
+  "INSERT INTO k12n VALUES (100, 40)"
+case_ "row recreate (DROP + RENAME adopting a folded floor)" \
+  "DROP TABLE IF EXISTS k13, _tmp_k13; CREATE TABLE k13 (id int PRIMARY KEY, tok fencing_token); SELECT fencing_protect('k13'); SELECT fencing_enable_retirement('k13'::regclass); INSERT INTO k13 SELECT g, 50 FROM generate_series(1, 3000) g; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM k13 WHERE id <= 2000; COMMIT; CREATE TABLE _tmp_k13 (id int PRIMARY KEY, tok fencing_token, extra int); INSERT INTO _tmp_k13 (id, tok) SELECT id, tok FROM k13" \
+  "BEGIN; DROP TABLE k13; ALTER TABLE _tmp_k13 RENAME TO k13; COMMIT;" \
+  "SELECT floor = 50 FROM fencing.tombstone_floor WHERE relid = 'k13'::regclass" \
+  "INSERT INTO k13 (id, tok) VALUES (100, 40)"
+case_ "row fencing_transfer_state moving tombstones (no retirement)" \
+  "DROP TABLE IF EXISTS k14o, k14n; CREATE TABLE k14o (id int PRIMARY KEY, tok fencing_token); SELECT fencing_protect('k14o'); INSERT INTO k14o SELECT g, 50 FROM generate_series(1, 3000) g; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM k14o WHERE id <= 2000; COMMIT; CREATE TABLE k14n (id int PRIMARY KEY, tok fencing_token); INSERT INTO k14n SELECT * FROM k14o" \
+  "SELECT fencing_transfer_state('k14o', 'k14n')" \
+  "SELECT count(*) = 2000 FROM fencing.row_tombstone WHERE relid = 'k14n'::regclass" \
+  "INSERT INTO k14n VALUES (100, 40)"
+case_ "table fencing_transfer_state moving a table HWM" \
+  "DROP TABLE IF EXISTS k15o, k15n; CREATE TABLE k15o (id int PRIMARY KEY, tok fencing_token); SELECT fencing_protect('k15o', scope => 'table'); INSERT INTO k15o SELECT g, 50 FROM generate_series(1, 10) g; CREATE TABLE k15n (id int PRIMARY KEY, tok fencing_token); SELECT fencing_unprotect('k15n'); INSERT INTO k15n SELECT * FROM k15o" \
+  "SELECT fencing_transfer_state('k15o', 'k15n')" \
+  "SELECT hwm = 50 FROM fencing.table_hwm WHERE relid = 'k15n'::regclass" \
+  "INSERT INTO k15n VALUES (100, 40)"
