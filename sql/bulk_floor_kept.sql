@@ -1,7 +1,8 @@
 -- Row scope: a bulk INSERT keeps the table floor it read for the rest of its
 -- transaction. What raises that floor later in the same transaction must not
 -- leave the old value kept: a key below the raised floor is refused, as it
--- is in a fresh transaction. (1) A policy change carrying a table HWM into
+-- is in a fresh transaction (each refusal in a savepoint, so that the
+-- transaction and its raise commit). (1) A policy change carrying a table HWM into
 -- the floor (table scope back to row scope: every key, deleted or never seen,
 -- judged at least at the carried HWM). (2) fencing_transfer_state after the
 -- copy into the new table (pg-osc's swap), moving the old table's floor (a
@@ -19,7 +20,9 @@ UPDATE fkp SET tok = 50;
 SELECT fencing_protect('fkp', scope => 'row');
 SELECT floor FROM fencing.tombstone_floor WHERE relid = 'fkp'::regclass;
 -- Refused: below the floor of 50.
+SAVEPOINT stale;
 INSERT INTO fkp VALUES (2000, 40);
+ROLLBACK TO SAVEPOINT stale;
 COMMIT;
 SELECT count(*) AS rows_below_floor FROM fkp WHERE tok < 50;
 -- A fresh transaction: refused.
@@ -42,7 +45,9 @@ INSERT INTO tsn SELECT id, tok FROM tso;
 SELECT fencing_transfer_state('tso', 'tsn');
 SELECT floor FROM fencing.tombstone_floor WHERE relid = 'tsn'::regclass;
 -- Refused: key 100 was deleted at 50.
+SAVEPOINT stale;
 INSERT INTO tsn VALUES (100, 40);
+ROLLBACK TO SAVEPOINT stale;
 COMMIT;
 SELECT count(*) AS removed_keys_back FROM tsn WHERE id <= 2000;
 -- A fresh transaction: refused.
@@ -64,7 +69,9 @@ DROP TABLE rc;
 ALTER TABLE _alembic_tmp_rc RENAME TO rc;
 SELECT floor FROM fencing.tombstone_floor WHERE relid = 'rc'::regclass;
 -- Refused: key 100 was deleted at 50.
+SAVEPOINT stale;
 INSERT INTO rc (id, tok) VALUES (100, 40);
+ROLLBACK TO SAVEPOINT stale;
 COMMIT;
 SELECT count(*) AS removed_keys_back FROM rc WHERE id <= 2000;
 -- A fresh transaction: refused.

@@ -9,6 +9,8 @@
 #include "pg/base/relation_args.hpp"
 #include "pg/catalog/policy_store.hpp"
 #include "pg/ddl/copy_snapshot.hpp"
+#include "pg/hwm/durability.hpp"
+#include "pg/hwm/store.hpp"
 #include "pg/ddl/dropped_rows.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/guard/restored.hpp"
@@ -133,7 +135,11 @@ Datum TransferState(FunctionCallInfo fcinfo) {
         SetRestoredMark(target, restored_mark);
     Oid types[] = {OIDOID, OIDOID};
     Datum values[] = {ObjectIdGetDatum(source), ObjectIdGetDatum(target)};
+    HoldTombstoneFloorForRaise(target);
     RunInternalSql("SELECT fencing.transfer_state_apply($1, $2)", 2, types, values, nullptr, false);
+    // The moved tombstones, floor and HWMs judge the target's writers from the
+    // acknowledgement on: committed as durably as a raise.
+    NoteDurableChange();
     EndInternal(&access);
     RequireRowsCarried(source, target, token);
     if (token[0] != '\0')

@@ -410,6 +410,8 @@ FENCING_FUNCTION(fencing_require_dropped_rows) {
     // itself too: find_all_inheritors locks only what is under it).
     LockRelationOid(relid, ShareLock);
     List *leaves = find_all_inheritors(relid, ShareLock, nullptr);
+    // The adoption raises relid's floor to the dropped table's.
+    HoldTombstoneFloorForRaise(relid);
     for (UnseenWrite *u = unseen; u != nullptr; u = u->next)
         if (strcmp(u->name, name) == 0)
             RefuseChangedSinceRead(name, psprintf("table %s taking its name", RelName(relid)),

@@ -125,6 +125,11 @@ void ForgetTombstoneFloor() {
     kept_floor.relid = InvalidOid;
 }
 
+void HoldTombstoneFloorForRaise(Oid home_relid) {
+    LockTombstoneFloorExclusive(home_relid, false);
+    ForgetTombstoneFloor();
+}
+
 bool StoreHasRaisedAt(const char *table) {
     Oid relid = hwm::StoreRelid(table);
     if (!OidIsValid(relid))

@@ -126,6 +126,7 @@ void HoldResourceHwms() {
 // retirement stays off until the owner opts in) to at least hwm: every key
 // of the table, deleted or never seen, is then judged at least at hwm.
 void RaiseTombstonesTo(Oid relid, Token hwm) {
+    HoldTombstoneFloorForRaise(relid);
     Oid types[] = {OIDOID, INT8OID};
     Datum values[] = {ObjectIdGetDatum(relid), Int64GetDatum(hwm)};
     RunInternalSql(

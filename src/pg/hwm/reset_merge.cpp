@@ -97,6 +97,7 @@ bool HasTombstoneFloors() {
 void MergeTombstoneFloors(Datum from_relids, Oid to) {
     if (!HasTombstoneFloors())
         return;
+    HoldTombstoneFloorForRaise(to);
     Oid types[] = {OIDOID, OIDARRAYOID};
     Datum values[] = {ObjectIdGetDatum(to), from_relids};
     RunLatest(

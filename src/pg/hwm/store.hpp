@@ -73,6 +73,11 @@ Token ResourceFloor(const char *name_space);
 Token TombstoneFloor(Oid home_relid);
 // This transaction changed the table floor it may keep (a retirement).
 void ForgetTombstoneFloor();
+// Before a step that raises home_relid's floor other than by retirement (an
+// ATTACH's merge, a policy change, a transfer, an adoption): waits for every
+// writer that keeps the floor it read (a bulk statement's transaction holds
+// the floor lock in share mode), and forgets this transaction's own.
+void HoldTombstoneFloorForRaise(Oid home_relid);
 // Before a table's tombstones are retired: the floor lock in exclusive mode
 // (pg/hwm/lock.hpp), waiting for the transactions that keep the floor they
 // read (nowait: 55P03 at once when one is running).
