@@ -57,6 +57,16 @@ extern "C" {
 #define FENCING_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
 
+// A column's cached offset in a tuple (-1: not known): 18 moved attcacheoff
+// from pg_attribute's form to the tuple descriptor's CompactAttribute.
+inline int AttrCacheOffset(TupleDesc desc, int index) {
+#if PG_VERSION_NUM >= 180000
+    return TupleDescCompactAttr(desc, index)->attcacheoff;
+#else
+    return TupleDescAttr(desc, index)->attcacheoff;
+#endif
+}
+
 // ExecutorRun and its hook: 18 dropped the execute_once argument. The
 // parameter list of a hook (names given) and a call of the next one; the
 // expansion site includes executor/executor.h.

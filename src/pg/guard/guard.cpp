@@ -94,7 +94,7 @@ Datum ColumnOf(HeapTuple row, TupleTableSlot *slot, TupleDesc desc, int attnum, 
         return slot->tts_values[attnum - 1];
     }
     if (slot == nullptr ||
-        (HeapTupleNoNulls(row) && TupleDescAttr(desc, attnum - 1)->attcacheoff >= 0))
+        (HeapTupleNoNulls(row) && AttrCacheOffset(desc, attnum - 1) >= 0))
         return heap_getattr(row, attnum, desc, isnull);
     return slot_getattr(slot, attnum, isnull);
 }
