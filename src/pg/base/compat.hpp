@@ -13,6 +13,9 @@ extern "C" {
 #include "access/heapam.h"
 #include "access/tableam.h"
 #include "access/tupdesc.h"
+#include "nodes/bitmapset.h"
+#include "nodes/plannodes.h"
+#include "parser/parsetree.h"
 #include "catalog/pg_class.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
@@ -56,6 +59,23 @@ extern "C" {
 #else
 #define FENCING_MODULE_MAGIC PG_MODULE_MAGIC
 #endif
+
+// Whether a statement writes relid (INSERT/UPDATE/DELETE/MERGE): 19 keeps
+// the result relations' range-table indexes in a Bitmapset.
+inline bool WritesRelation(const PlannedStmt *stmt, Oid relid) {
+#if PG_VERSION_NUM >= 190000
+    for (int i = bms_next_member(stmt->resultRelationRelids, -1); i >= 0;
+         i = bms_next_member(stmt->resultRelationRelids, i))
+        if (rt_fetch(i, stmt->rtable)->relid == relid)
+            return true;
+#else
+    ListCell *lc;
+    foreach (lc, stmt->resultRelations)
+        if (rt_fetch(lfirst_int(lc), stmt->rtable)->relid == relid)
+            return true;
+#endif
+    return false;
+}
 
 // A column's cached offset in a tuple (-1: not known): 18 moved attcacheoff
 // from pg_attribute's form to the tuple descriptor's CompactAttribute.

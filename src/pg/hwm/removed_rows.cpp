@@ -16,7 +16,6 @@ extern "C" {
 #include "catalog/pg_type.h"
 #include "executor/executor.h"
 #include "executor/spi.h"
-#include "parser/parsetree.h"
 #include "utils/array.h"
 #include "utils/datum.h"
 #include "utils/memutils.h"
@@ -282,25 +281,20 @@ void RunThenWriteRemovals(FENCING_EXECUTOR_RUN_PARAMS(query, direction, count, o
         WriteDeferredWhere([depth](const Deferred *d) { return d->depth > depth; });
 }
 
-// A statement that writes the table floors (an adoption's or a transfer's
-// merge, a policy carry): the floor this transaction kept is stale.
-void ForgetFloorIfWritten(const PlannedStmt *stmt) {
-    ListCell *lc;
-    foreach (lc, stmt->resultRelations) {
-        auto *rte = rt_fetch(lfirst_int(lc), stmt->rtable);
-        if (rte->relid == hwm::StoreRelid("tombstone_floor"))
-            ForgetTombstoneFloor();
-    }
-}
-
 void StartQuery(QueryDesc *query, int eflags) {
     if (previous_executor_start != nullptr)
         previous_executor_start(query, eflags);
     else
         standard_ExecutorStart(query, eflags);
     ++open_queries;
-    if (query->operation != CMD_SELECT && query->plannedstmt->resultRelations != NIL)
-        ForgetFloorIfWritten(query->plannedstmt);
+    // A statement that writes the table floors (an adoption's or a
+    // transfer's merge, a policy carry): the floor this transaction kept is
+    // stale.
+    if (query->operation != CMD_SELECT) {
+        Oid floors = hwm::StoreRelid("tombstone_floor");
+        if (OidIsValid(floors) && WritesRelation(query->plannedstmt, floors))
+            ForgetTombstoneFloor();
+    }
 }
 
 void FinishQuery(QueryDesc *query) {
