@@ -46,7 +46,7 @@ Datum AppendedLookupValue(ArrayType *array, Oid home_relid) {
     Size old_data = ARR_SIZE(array) - ARR_DATA_OFFSET(array);
     if (ARR_NDIM(array) != 1 || ARR_HASNULL(array) || ARR_LBOUND(array)[0] != 1 ||
         ARR_ELEMTYPE(array) != TEXTOID || old_data != INTALIGN(old_data))
-        return PointerGetDatum(nullptr);
+        return NullPointerDatum();
     char relid_text[16];
     int len = snprintf(relid_text, sizeof(relid_text), "%u", home_relid);
     Size element = VARHDRSZ + len;
