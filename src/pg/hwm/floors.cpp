@@ -125,6 +125,10 @@ void ForgetTombstoneFloor() {
     kept_floor.relid = InvalidOid;
 }
 
+bool KeepsTombstoneFloor() {
+    return OidIsValid(kept_floor.relid) && kept_floor.kept;
+}
+
 void HoldTombstoneFloorForRaise(Oid home_relid) {
     LockTombstoneFloorExclusive(home_relid, false);
     ForgetTombstoneFloor();

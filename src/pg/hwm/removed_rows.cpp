@@ -290,7 +290,7 @@ void StartQuery(QueryDesc *query, int eflags) {
     // A statement that writes the table floors (an adoption's or a
     // transfer's merge, a policy carry): the floor this transaction kept is
     // stale.
-    if (query->operation != CMD_SELECT) {
+    if (query->operation != CMD_SELECT && KeepsTombstoneFloor()) {
         Oid floors = hwm::StoreRelid("tombstone_floor");
         if (OidIsValid(floors) && WritesRelation(query->plannedstmt, floors))
             ForgetTombstoneFloor();

@@ -73,6 +73,9 @@ Token ResourceFloor(const char *name_space);
 Token TombstoneFloor(Oid home_relid);
 // This transaction changed the table floor it may keep (a retirement).
 void ForgetTombstoneFloor();
+// Whether this transaction keeps a table floor it read (ForgetTombstoneFloor
+// has something to forget).
+bool KeepsTombstoneFloor();
 // Before a step that raises home_relid's floor other than by retirement (an
 // ATTACH's merge, a policy change, a transfer, an adoption): waits for every
 // writer that keeps the floor it read (a bulk statement's transaction holds
