@@ -24,6 +24,9 @@
 #   del_ret, truncate_ret,        the same four with the table's retirement
 #   drop_ret, detach_ret          enabled (fencing_enable_retirement): removals
 #                                 of more than 1000 rows fold into its floor
+#   truncate_idx, drop_idx,       the last three with an index on the token
+#   detach_idx                    column (both tables): the fold reads the
+#                                 highest token from it, not from every row
 #
 # Two measurements:
 #   1. callgrind (the one to decide on: the machine is shared, wall clock is
@@ -48,11 +51,11 @@ CG_N2=${CG_N2:-4000}
 JOBS=${BENCH_JOBS:-2}
 PARTS=${BULK_PARTS:-callgrind wall}
 ALL_OPS=(copy_row copy_res copy_tab ins_row ins_res ins_tab upd_row upd_res upd_tab del_row truncate drop_part detach_part
-         del_ret truncate_ret drop_ret detach_ret)
+         del_ret truncate_ret drop_ret detach_ret truncate_idx drop_idx detach_idx)
 read -r -a OPS <<<"${BULK_OPS:-${ALL_OPS[*]}}"
 CG_OPS=()
 for op in "${OPS[@]}"; do
-    case $op in drop_part | detach_part | drop_ret | detach_ret) ;; *) CG_OPS+=("$op") ;; esac
+    case $op in drop_* | detach_*) ;; *) CG_OPS+=("$op") ;; esac
 done
 # Its own server, beside the other benches': the port after run.sh's.
 export FENCING_PGPORT=$((${FENCING_PGPORT:-54369} + 2))
@@ -87,19 +90,20 @@ setup_sql() {
     echo "DROP TABLE IF EXISTS $t, ${t}_1 CASCADE;"
     local cols="(id bigint PRIMARY KEY, res int NOT NULL, payload text, tok fencing_token)"
     case $op in
-        drop_part | detach_part | drop_ret | detach_ret)
+        drop_* | detach_*)
             echo "CREATE TABLE $t $cols PARTITION BY RANGE (id);"
             echo "CREATE TABLE ${t}_1 PARTITION OF $t FOR VALUES FROM (1) TO ($((n + 1)));"
             echo "CREATE TABLE ${t}_2 PARTITION OF $t FOR VALUES FROM ($((n + 1))) TO (MAXVALUE);"
             ;;
         *) echo "CREATE TABLE $t $cols;" ;;
     esac
+    case $op in *_idx) echo "CREATE INDEX ON $t (tok);" ;; esac
     loaded "$op" &&
         echo "INSERT INTO $t SELECT g, g % 100, 'payload', 5 FROM generate_series(1, $n) g;"
     if [ "$v" = f ]; then
         case $scope in
             row) echo "SELECT fencing_protect('$t');"
-                 case $op in *_ret) echo "SELECT fencing_enable_retirement('$t'::regclass);" ;; esac ;;
+                 case $op in *_ret | *_idx) echo "SELECT fencing_enable_retirement('$t'::regclass);" ;; esac ;;
             table) echo "SELECT fencing_protect('$t', scope => 'table');" ;;
             resource) echo "SELECT fencing_protect('$t', scope => 'resource', resource_column => 'res', resource_namespace => '$t');" ;;
         esac
@@ -113,9 +117,9 @@ op_sql() {
         ins_*) echo "INSERT INTO $t SELECT g, g % 100, 'payload', 5 FROM generate_series(1, $n) g;" ;;
         upd_*) echo "UPDATE $t SET tok = 6, payload = 'updated';" ;;
         del_row | del_ret) echo "BEGIN; SET LOCAL fencing.token = 7; DELETE FROM $t WHERE id <= $n; COMMIT;" ;;
-        truncate | truncate_ret) echo "TRUNCATE $t;" ;;
-        drop_part | drop_ret) echo "DROP TABLE ${t}_1;" ;;
-        detach_part | detach_ret) echo "ALTER TABLE $t DETACH PARTITION ${t}_1;" ;;
+        truncate*) echo "TRUNCATE $t;" ;;
+        drop_*) echo "DROP TABLE ${t}_1;" ;;
+        detach_*) echo "ALTER TABLE $t DETACH PARTITION ${t}_1;" ;;
     esac
 }
 src_sql() {  # the COPY source of n rows

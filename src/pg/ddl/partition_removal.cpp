@@ -126,7 +126,7 @@ List *DroppedTables(Node *tree) {
 
 // The rows of removed's leaves that LeavesHome, tombstoned under their home
 // (home: InvalidOid), or under home.
-int64 TombstoneRows(Oid removed, const List *going, Oid home) {
+int64 TombstoneRows(Oid removed, const List *going, Oid home, bool *every_row = nullptr) {
     int64 written = 0;
     ListCell *lc;
     foreach (lc, find_all_inheritors(removed, NoLock, nullptr)) {
@@ -137,8 +137,11 @@ int64 TombstoneRows(Oid removed, const List *going, Oid home) {
         if (OidIsValid(home) ? !row_leaf : !LeavesHome(leaf, going, &policy))
             continue;
         Relation rel = table_open(leaf, NoLock);  // locked by the caller
+        bool leaf_every_row = true;
         written += TombstoneEveryRow(rel, OidIsValid(home) ? home : policy.home_relid,
-                                     policy.token_attnum);
+                                     policy.token_attnum, &leaf_every_row);
+        if (every_row != nullptr && !leaf_every_row)
+            *every_row = false;
         table_close(rel, NoLock);
     }
     return written;
@@ -235,12 +238,19 @@ void BeforeDrop(Node *tree) {
     if (!any)
         return;
     int64 written = 0;
+    bool every_row = true;
     foreach (lc, tops)
         if (!list_member_oid(going, get_rel_relispartition(lfirst_oid(lc))
                                         ? get_partition_parent(lfirst_oid(lc), true)
                                         : InvalidOid))
-            written += TombstoneRows(lfirst_oid(lc), going, InvalidOid);
-    if (written > 0)
+            written += TombstoneRows(lfirst_oid(lc), going, InvalidOid, &every_row);
+    if (!every_row)
+        ereport(NOTICE, (errmsg("fencing: the dropped rows of row-scope fenced partitions folded "
+                                "into their fenced table's tombstone floor"),
+                         errdetail("The highest token was read from an index on the token "
+                                   "column; " INT64_FORMAT " row(s) were read before it.",
+                                   written)));
+    else if (written > 0)
         ereport(NOTICE, (errmsg("fencing: " INT64_FORMAT " dropped row(s) of row-scope fenced "
                                 "partitions left their high-water marks under their fenced table",
                                 written)));

@@ -13,12 +13,16 @@
 
 extern "C" {
 #include "access/genam.h"
+#include "access/nbtree.h"
 #include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/pg_am_d.h"
 #include "catalog/pg_inherits.h"
+#include "commands/defrem.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
@@ -305,7 +309,76 @@ bool ForEachKeyedRow(Relation rel, AttrNumber token_attnum, bool with_null, Visi
 
 }  // namespace
 
-int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
+namespace {
+
+// A B-tree index of rel that orders every row by its token alone first: valid,
+// not partial, usable by any snapshot, its first column the token column with
+// the token type's default ordering. InvalidOid when rel has none.
+Oid TokenOrderIndex(Relation rel, AttrNumber token_attnum, bool *descending) {
+    Oid type = TupleDescAttr(RelationGetDescr(rel), token_attnum - 1)->atttypid;
+    Oid opclass = GetDefaultOpClass(type, BTREE_AM_OID);
+    if (!OidIsValid(opclass))
+        return InvalidOid;
+    Oid family = get_opclass_family(opclass);
+    Oid found = InvalidOid;
+    List *indexes = RelationGetIndexList(rel);
+    ListCell *lc;
+    foreach (lc, indexes) {
+        Relation index = index_open(lfirst_oid(lc), AccessShareLock);
+        Form_pg_index form = index->rd_index;
+        bool usable = index->rd_rel->relam == BTREE_AM_OID && form->indisvalid &&
+                      form->indisready && form->indislive && !form->indcheckxmin &&
+                      form->indkey.values[0] == token_attnum &&
+                      index->rd_opfamily[0] == family && index->rd_opcintype[0] == type &&
+                      RelationGetIndexPredicate(index) == NIL;
+        if (usable) {
+            found = RelationGetRelid(index);
+            *descending = (index->rd_indoption[0] & INDOPTION_DESC) != 0;
+        }
+        index_close(index, AccessShareLock);
+        if (usable)
+            break;
+    }
+    list_free(indexes);
+    return found;
+}
+
+// The highest token of rel's rows, read from an index that orders them by
+// token (one descent instead of a scan of every row), with the latest
+// snapshot like the scans above; false when rel has no such index or no row
+// with a token.
+bool HighestIndexedToken(Relation rel, AttrNumber token_attnum, Token *highest) {
+    bool descending = false;
+    Oid index_oid = TokenOrderIndex(rel, token_attnum, &descending);
+    if (!OidIsValid(index_oid))
+        return false;
+    Relation index = index_open(index_oid, AccessShareLock);
+    ScanKeyData not_null;
+    ScanKeyEntryInitialize(&not_null, SK_ISNULL | SK_SEARCHNOTNULL, 1, InvalidStrategy,
+                           InvalidOid, InvalidOid, InvalidOid, Datum(0));
+    Snapshot snapshot = RegisterSnapshot(GetLatestSnapshot());
+    IndexScanDesc scan = BeginIndexScan(rel, index, snapshot, 1, 0);
+    index_rescan(scan, &not_null, 1, nullptr, 0);
+    TupleTableSlot *slot = table_slot_create(rel, nullptr);
+    bool found = index_getnext_slot(
+        scan, descending ? ForwardScanDirection : BackwardScanDirection, slot);
+    if (found) {
+        bool isnull;
+        Datum token = slot_getattr(slot, token_attnum, &isnull);
+        found = !isnull;
+        if (found)
+            *highest = static_cast<Token>(DatumGetInt64(token));
+    }
+    ExecDropSingleTupleTableSlot(slot);
+    index_endscan(scan);
+    UnregisterSnapshot(snapshot);
+    index_close(index, AccessShareLock);
+    return found;
+}
+
+}  // namespace
+
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum, bool *every_row) {
     // Deferred rows of this transaction first: this one's judge none later.
     WriteDeferredRemovals(home_relid);
     RequireCanonicalRowKeyCached(rel);
@@ -314,15 +387,32 @@ int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum) {
         return 0;
     RemovedRows removed;
     BeginRemovedRows(&removed, home_relid, CurrentMemoryContext);
+    if (every_row != nullptr)
+        *every_row = true;
+    bool index_tried = false;
     LatestRowScan rows;
     BeginLatestRowScan(&rows, rel, "fencing tombstones");
     while (NextLatestRow(&rows)) {
         CHECK_FOR_INTERRUPTS();
         bool isnull;
         Datum token = slot_getattr(rows.slot, token_attnum, &isnull);
-        // A folding removal needs the token only, not the key.
-        if (isnull || AddRemovedToken(&removed, DatumGetInt64(token)))
+        if (isnull)
             continue;
+        // A folding removal needs the highest token only, not the keys: an
+        // index ordered by token gives it without reading the other rows.
+        if (AddRemovedToken(&removed, DatumGetInt64(token))) {
+            if (index_tried)
+                continue;
+            index_tried = true;
+            Token highest;
+            if (HighestIndexedToken(rel, token_attnum, &highest)) {
+                AddRemovedToken(&removed, highest);
+                if (every_row != nullptr)
+                    *every_row = false;
+                break;
+            }
+            continue;
+        }
         MemoryContext caller = MemoryContextSwitchTo(rows.per_row);
         Datum key;
         if (RowKeyOf(rel, ExecFetchSlotHeapTuple(rows.slot, false, nullptr), &key)) {

@@ -68,8 +68,11 @@ void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm,
 // keeps every writer out. A row whose token is NULL carries no HWM, and a
 // tombstone already stored for its key is kept, so skipping it loses nothing.
 // Set-based, or folded into the table's floor (pg/hwm/removed_rows.hpp).
-// Returns how many rows it covered.
-int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum);
+// Returns how many rows it read; *every_row (when not null) false when a fold
+// took the highest token from an index ordered by token instead of reading
+// every row.
+int64 TombstoneEveryRow(Relation rel, Oid home_relid, AttrNumber token_attnum,
+                        bool *every_row = nullptr);
 
 // Whether a row of rel (a table about to be attached under home_relid) is
 // below what home_relid records for its key: its tombstone, or the floor the
