@@ -24,6 +24,7 @@
 #include "pg/hwm/tombstones.hpp"
 #include "pg/types/token_type.hpp"
 #include "pg/guard/fenced_call.hpp"
+#include "pg/guard/recheck_batch.hpp"
 #include "pg/guard/restored.hpp"
 #include "pg/guard/triggers.hpp"
 #include "pg/guard/unfenced.hpp"
@@ -712,8 +713,14 @@ void RecheckWrittenRow(const GuardContext &g) {
     Token tombstone;
     bool floor;
     // A tombstone still being written (a DELETE or fencing_advance() in
-    // flight) is waited for: its commit decides.
-    if (!RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone, &floor))
+    // flight) is waited for: its commit decides. A statement's rows after its
+    // first, while the table has no tombstone at all: the floor alone.
+    bool none_stored = g.event == RowEvent::kInsert &&
+                       StatementStoresNoTombstone(g.trigger, g.policy.home_relid);
+    if (none_stored ? !(OidIsValid(PrimaryKeyIndex(g.rel)) &&
+                        UnstoredKeyFloor(g.policy.home_relid, &tombstone, &floor))
+                    : !RowTombstoneAfterWriters(g.rel, g.policy.home_relid, g.new_row, &tombstone,
+                                                &floor))
         return;
     Token token;
     bool has_token = TokenAt(g.new_row, RelationGetDescr(g.rel), g.policy.token_attnum, &token);
@@ -740,6 +747,7 @@ FENCING_FUNCTION(fencing_guard) {
                               "a BEFORE ROW trigger on INSERT, UPDATE or DELETE");
     if (td->tg_trigger->tgnargs == 3)
         RefuseRestoredWrite(td->tg_relation, td->tg_trigger->tgargs[2]);
+    NoteGuardFiring();
     GuardContext g;
     ReadFiring(td, &g);
     // Before anything is written (a shared HWM raised, a tombstone left).

@@ -65,6 +65,15 @@ void WaitForIndexWriters(Relation rel, Relation index, ScanKey keys, int nkeys);
 // ReadTombstone would read after the wait.
 bool TombstoneAfterWriters(Oid home_relid, Datum key, Token *hwm, bool *floor = nullptr);
 
+// Whether row_tombstone holds no version at all under home_relid, seen with
+// a dirty snapshot: none committed, none being inserted or deleted by another
+// transaction (this transaction's deferred tombstones written first). False
+// too when the table is not of the direct path's shape.
+bool NoTombstoneStored(Oid home_relid);
+// A key known to have no tombstone of its own: judged against the floor, as
+// the reads above judge it (false when the floor is 0).
+bool UnstoredKeyFloor(Oid home_relid, Token *hwm, bool *floor);
+
 // Floors (retirement folds idle entries into them; they only rise): read with
 // the latest snapshot, 0 when there is none (or the extension's SQL predates
 // them). A key with no entry of its own is judged against its floor, with the

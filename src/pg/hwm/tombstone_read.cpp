@@ -205,6 +205,32 @@ void RaiseTombstone(Oid home_relid, Datum key, Token hwm) {
         NoteHwmRaised();
 }
 
+bool NoTombstoneStored(Oid home_relid) {
+    WriteDeferredRemovals(home_relid);
+    // The primary key (relid, key) scanned on its first column alone.
+    Datum values[] = {ObjectIdGetDatum(home_relid), Datum(0)};
+    DirectAccess a;
+    if (!OpenDirectHeap(&tombstone_direct, AccessShareLock, values, &a))
+        return false;
+    OpenIndex(&a);
+    SnapshotData dirty;
+    InitDirtySnapshot(dirty);
+    TupleTableSlot *slot = table_slot_create(a.rel, nullptr);
+    IndexScanDesc scan = BeginIndexScan(a.rel, a.index, &dirty, 1, 0);
+    index_rescan(scan, a.keys, 1, nullptr, 0);
+    // Any version a dirty snapshot shows counts: committed, or one whose
+    // insertion or deletion is still in flight.
+    bool any = index_getnext_slot(scan, ForwardScanDirection, slot);
+    index_endscan(scan);
+    ExecDropSingleTupleTableSlot(slot);
+    CloseDirect(&a);
+    return !any;
+}
+
+bool UnstoredKeyFloor(Oid home_relid, Token *hwm, bool *floor) {
+    return OrFloor(false, home_relid, hwm, floor);
+}
+
 // One dirty-snapshot look at the key's index entries per round, as the unique
 // check does, until no other transaction is writing the key's tombstone; the
 // value the last round read (the highest, as IndexWriter keeps it) is the
