@@ -1,6 +1,7 @@
 package fencing_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -163,5 +164,51 @@ func TestFencedResult(t *testing.T) {
 	res, err = fencing.FencedUpsertResult(ctx(t), c, "go_result", fencing.MaxToken, map[string]interface{}{"id": 1, "qty": 3})
 	if err != nil || res.Written != 1 || res.Stale != 0 {
 		t.Fatalf("upsert at the max token: %+v, %v", res, err)
+	}
+}
+
+// WithToken sets the token with a literal SET LOCAL, what Citus forwards to
+// its workers, sent without arguments (the simple protocol: nothing prepared
+// per token value, even on a connection in pgx's default statement-cache
+// mode), and the token ends with the transaction. Read from another
+// connection while the block runs: the server's own record of the statement.
+func TestWithTokenSendsSetLocal(t *testing.T) {
+	c, err := pgx.ConnectConfig(ctx(t), config(t)) // pgx's default exec mode, not the library's
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	watcher := connect(t)
+	table(t, c, "go_set_local")
+	pid := c.PgConn().PID()
+	var query, state string
+	for i := 0; i < 6; i++ {
+		err = fencing.WithToken(ctx(t), c, 80, func(tx pgx.Tx) error {
+			if err := watcher.QueryRow(ctx(t), "SELECT query, state FROM pg_catalog.pg_stat_activity WHERE pid = $1",
+				pid).Scan(&query, &state); err != nil {
+				return err
+			}
+			_, err := tx.Exec(ctx(t), "UPDATE go_set_local SET qty = qty + 1 WHERE id = 1")
+			return err
+		})
+		if err != nil {
+			t.Fatalf("WithToken: %v", err)
+		}
+		if query != "SET LOCAL fencing.token = '80'" || state != "idle in transaction" {
+			t.Errorf("the server saw %q (%s), want SET LOCAL fencing.token = '80' (idle in transaction)", query, state)
+		}
+	}
+	var prepared int
+	var after string
+	if err := c.QueryRow(ctx(t), "SELECT count(*) FROM pg_catalog.pg_prepared_statements WHERE statement ~ 'fencing[.]token'").
+		Scan(&prepared); err != nil || prepared != 0 {
+		t.Errorf("%d prepared statements set the token (%v), want 0", prepared, err)
+	}
+	if err := c.QueryRow(ctx(t), "SELECT current_setting('fencing.token')").Scan(&after); err != nil || after != "" {
+		t.Errorf("after WithToken fencing.token is %q (%v), want it gone with the transaction", after, err)
+	}
+	var fence, qty int64
+	if err := c.QueryRow(ctx(t), "SELECT fence, qty FROM go_set_local").Scan(&fence, &qty); err != nil || fence != 80 || qty != 6 {
+		t.Errorf("fence %d qty %d (%v), want 80 and 6", fence, qty, err)
 	}
 }

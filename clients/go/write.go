@@ -56,9 +56,7 @@ func withToken(ctx context.Context, db Beginner, token int64, fn func(pgx.Tx) er
 			_ = tx.Rollback(ctx)
 		}
 	}()
-	// set_config(..., true) is SET LOCAL, with the token as a parameter.
-	if _, err = tx.Exec(ctx, "SELECT pg_catalog.set_config('fencing.token', $1, true)",
-		strconv.FormatInt(token, 10)); err != nil {
+	if _, err = tx.Exec(ctx, setLocalToken(token)); err != nil {
 		return Classify(err)
 	}
 	if err = fn(tx); err != nil {
@@ -74,6 +72,15 @@ func withToken(ctx context.Context, db Beginner, token int64, fn func(pgx.Tx) er
 			"the server rolled the transaction back at COMMIT", ErrTransactionAborted)
 	}
 	return Classify(err)
+}
+
+// setLocalToken is the statement that sets token for the transaction: a
+// literal SET LOCAL, because Citus forwards SET LOCAL to its workers (with
+// citus.propagate_set_commands = 'local') and never set_config(). SET takes
+// no parameters, so the value is formatted from the int64; Exec without
+// arguments uses the simple protocol, so nothing is prepared per token value.
+func setLocalToken(token int64) string {
+	return "SET LOCAL fencing.token = '" + strconv.FormatInt(token, 10) + "'"
 }
 
 // refuseOpenTransaction: ErrTransactionInProgress for a pgx.Tx, or for a

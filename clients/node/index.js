@@ -692,7 +692,7 @@ async function withLease(connection, opts, fn) {
 
 /**
  * Runs fn(client) inside BEGIN ... COMMIT with fencing.token set for that
- * transaction only (set_config(..., true), i.e. SET LOCAL), so none of its
+ * transaction only (SET LOCAL fencing.token = '<token>'), so none of its
  * statements can run unfenced and the token cannot outlive it on the
  * connection. `tokenOrLease` is a token or a Lease (opts.resource picks one
  * of an acquireAll lease's tokens): a lost lease is refused before BEGIN and
@@ -713,8 +713,11 @@ async function withToken(client, tokenOrLease, fn, opts = {}) {
   }
   await client.query('BEGIN');
   try {
-    const r = await client.query(`SELECT pg_catalog.set_config('fencing.token', $1, true) AS t`, [token]);
-    if (r.rows[0].t !== token) throw new Error(`pg-fencing: fencing.token did not take ${token}`);
+    // A literal SET LOCAL, which Citus forwards to its workers (set_config()
+    // it does not). SET takes no parameters: token is tokenText's decimal
+    // digits, and a query without values goes over the simple protocol, so
+    // nothing is prepared per token value.
+    await client.query(`SET LOCAL fencing.token = '${token}'`);
     const result = await fn(client);
     if (lease) lease.throwIfLost();
     // An aborted transaction's COMMIT succeeds with the tag ROLLBACK.

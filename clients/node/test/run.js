@@ -219,6 +219,25 @@ async function testCarriage(app) {
   ok(rc === 1, 'withToken on an autocommit connection: BEGIN, SET LOCAL fencing.token, the write, COMMIT');
   const s = await app.query("SELECT current_setting('fencing.token', true) AS t, (SELECT fence FROM carry_t WHERE id = 1) AS fence");
   ok((s.rows[0].t || '') === '' && s.rows[0].fence === 20n, 'the token was written and does not outlive the transaction on the connection', s.rows[0]);
+
+  // What the server received: a literal SET LOCAL (what Citus forwards to its
+  // workers), over the simple protocol (nothing prepared), read from another
+  // connection while the block runs.
+  const watcher = new pg.Client();
+  await watcher.connect();
+  const pid = (await app.query('SELECT pg_catalog.pg_backend_pid() AS pid')).rows[0].pid;
+  const seen = await fencing.withToken(app, 20n, async () => (await watcher.query(
+    'SELECT query, state FROM pg_catalog.pg_stat_activity WHERE pid = $1', [pid])).rows[0]);
+  const prepared = await app.query("SELECT count(*)::int AS n FROM pg_catalog.pg_prepared_statements WHERE statement ~ 'fencing[.]token'");
+  const after = await app.query("SELECT current_setting('fencing.token', true) AS t");
+  ok(seen.query === "SET LOCAL fencing.token = '20'" && seen.state === 'idle in transaction' && prepared.rows[0].n === 0
+    && (after.rows[0].t || '') === '',
+  "withToken sends SET LOCAL fencing.token = '20' as its own statement, unprepared, and it ends with the transaction",
+  { seen, prepared: prepared.rows[0].n, after: after.rows[0].t });
+  const bad = await caught(() => fencing.withToken(app, "20'; RESET fencing.token; --", () => null));
+  const last = (await watcher.query('SELECT query FROM pg_catalog.pg_stat_activity WHERE pid = $1', [pid])).rows[0].query;
+  ok(bad instanceof TypeError && !/RESET/.test(last), 'withToken refuses a token string that is not decimal digits (TypeError), nothing sent', { bad: bad && bad.message, last });
+  await watcher.end();
   await app.query('BEGIN');
   const e3 = await caught(() => fencing.withToken(app, 21n, (c) => c.query('SELECT 1')));
   await app.query('ROLLBACK');

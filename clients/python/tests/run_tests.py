@@ -348,6 +348,49 @@ def sync_carriage():
     conn.close()
 
 
+def seen_by_server(pid):
+    """What the server last received from backend pid (pg_stat_activity, read
+    from another connection), and that backend's transaction state."""
+    with admin() as c:
+        return c.execute("SELECT query, state FROM pg_catalog.pg_stat_activity WHERE pid = %s",
+                         (pid,)).fetchone()
+
+
+def sync_set_local():
+    """The helper sets the token with a literal SET LOCAL (what Citus forwards
+    to its workers), sent without parameters and never prepared, even past
+    psycopg's prepare threshold; the token ends with the transaction."""
+    table = "cp_setlocal_psycopg"
+    setup_table(table)
+    conn = fp.connect("", autocommit=True)
+    conn.prepare_threshold = 0  # would prepare every parameterless statement but one sent with prepare=False
+    pid = conn.info.backend_pid
+    seen = []
+    for _ in range(3):
+        with fp.transaction(conn, 7) as c:
+            seen.append(seen_by_server(pid))
+            c.execute(f"UPDATE {table} SET v = 'set-local' WHERE id = 2", prepare=False)
+    report(seen == [("SET LOCAL fencing.token = '7'", "idle in transaction")] * 3,
+           "psycopg: transaction() sends the token as the literal SET LOCAL fencing.token = '7'", seen)
+    prepared = conn.execute("SELECT count(*) FROM pg_catalog.pg_prepared_statements "
+                            "WHERE statement ~ 'fencing[.]token'", prepare=False).fetchone()[0]
+    report(prepared == 0, "psycopg: the SET LOCAL is never prepared (prepare_threshold=0 on the connection)",
+           prepared)
+    after = conn.execute("SELECT pg_catalog.current_setting('fencing.token')", prepare=False).fetchone()[0]
+    report(after == "" and row(table, 2) == ("set-local", 7),
+           "psycopg: the SET LOCAL is transaction-local: the row carries 7, the connection keeps no token",
+           (after, row(table, 2)))
+    try:
+        with fp.transaction(conn, "7; RESET fencing.token"):
+            pass
+        report(False, "psycopg: transaction() refuses a token that is not an int")
+    except TypeError:
+        report(seen_by_server(pid)[0].startswith("SELECT pg_catalog.current_setting"),
+               "psycopg: transaction() refuses a token that is not an int (TypeError) before anything "
+               "is sent", seen_by_server(pid))
+    conn.close()
+
+
 def sync_swallowed():
     """A statement that fails inside transaction() while the block goes on
     (its error caught) aborts the transaction; the server answers the COMMIT
@@ -578,6 +621,26 @@ async def async_carriage(f):
     await f.close(conn)
 
 
+async def async_set_local(f):
+    """As sync_set_local, over the async flavor's driver."""
+    table = f"cp_setlocal_{f.name.replace('-', '_')}"
+    setup_table(table)
+    conn = await f.connect()
+    pid = await f.fetchval(conn, "SELECT pg_catalog.pg_backend_pid()")
+    seen = []
+    for _ in range(3):
+        async with f.transaction(conn, 7):
+            seen.append(seen_by_server(pid))
+            await f.execute(conn, f"UPDATE {table} SET v = 'set-local' WHERE id = 2")
+    report(seen == [("SET LOCAL fencing.token = '7'", "idle in transaction")] * 3,
+           f"{f.name}: transaction() sends the token as the literal SET LOCAL fencing.token = '7'", seen)
+    after = await f.fetchval(conn, "SELECT pg_catalog.current_setting('fencing.token')")
+    report(after == "" and row(table, 2) == ("set-local", 7),
+           f"{f.name}: the SET LOCAL is transaction-local: the row carries 7, the connection keeps no token",
+           (after, row(table, 2)))
+    await f.close(conn)
+
+
 async def async_swallowed(f):
     table = f"cp_swallow_{f.name.replace('-', '_')}"
     setup_table(table)
@@ -688,7 +751,7 @@ async def async_leases_1_5(f, required):
 
 async def async_suite(f, required):
     for test in (async_acquire, async_heartbeat, async_reconnect, async_blocked_renewals, async_carriage,
-                 async_swallowed, async_fenced,
+                 async_set_local, async_swallowed, async_fenced,
                  async_max_and_binary):
         try:
             await test(f)
@@ -805,7 +868,7 @@ def main():
         == ("Key (k)=(: offered token 1 is below the high-water mark 2.)", 3, 4, True),
         "DETAIL parser: the fixed tail at the end wins over a key that imitates it")
     for test in (sync_acquire, sync_heartbeat, sync_reconnect, sync_blocked_renewals, sync_carriage,
-                 sync_swallowed,
+                 sync_set_local, sync_swallowed,
                  sync_fenced,
                  sync_max_and_binary):
         try:

@@ -235,8 +235,9 @@ void RefuseLostSetLocalAtCommit(XactEvent event, void *) {
                  errdetail("The SET LOCAL was the last statement of its implicit transaction, "
                            "so the token ended with it, and the next statement would write "
                            "without it."),
-                 errhint("Run BEGIN first, or send the SET LOCAL and the write in one query "
-                         "string or one pipeline (before the same Sync).")));
+                 errhint("Run BEGIN first and send the SET LOCAL as its own statement in the "
+                         "block (the form Citus forwards to its workers); without a block, send "
+                         "it and the write in one pipeline, before the same Sync.")));
 }
 
 }  // namespace

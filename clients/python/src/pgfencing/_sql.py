@@ -16,8 +16,6 @@ SELECT n.nspname FROM pg_catalog.pg_extension e
   JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) e.extnamespace
  WHERE e.extname OPERATOR(pg_catalog.=) 'fencing'"""
 
-# set_config(..., true) is SET LOCAL with a parameter.
-SET_TOKEN = "SELECT pg_catalog.set_config('fencing.token', $1, true)"
 # A lease statement's bound, for its own transaction only (never the session).
 SET_TIMEOUT = "SELECT pg_catalog.set_config('statement_timeout', $1, true)"
 
@@ -65,6 +63,16 @@ def token_text(token: int) -> str:
     if isinstance(token, bool) or not isinstance(token, int):
         raise TypeError(f"a token is an int, not {type(token).__name__}")
     return str(int(token))
+
+
+def set_token(token: int) -> str:
+    """The statement that sets the token for the transaction: a literal SET
+    LOCAL, because Citus forwards SET LOCAL to its workers (with
+    citus.propagate_set_commands = 'local') and never set_config(). SET takes
+    no parameters, so the value is formatted from the int (token_text refuses
+    anything else) and the statement is sent without any: the simple
+    protocol, nothing prepared per token value."""
+    return f"SET LOCAL fencing.token = '{token_text(token)}'"
 
 
 def _probe(table: str, token: int,

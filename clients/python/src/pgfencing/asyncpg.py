@@ -17,8 +17,8 @@ import asyncpg.exceptions  # type: ignore[import]
 
 from . import errors
 from ._lease import APPLICATION_NAME, Resources
-from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA, SET_TOKEN,
-                   drive_async, fenced_steps, interval, outcome, token_text)
+from ._sql import (ACQUIRE_ALL, CHECK, DIAGNOSIS_FAILED, EXTENSION_SCHEMA,
+                   drive_async, fenced_steps, interval, outcome, set_token)
 from .aio import AsyncLease, Backend
 
 __all__ = ["register", "connect", "create_pool", "Lease", "transaction", "fenced_update",
@@ -92,8 +92,9 @@ async def transaction(conn: Any, token: int) -> AsyncIterator[Any]:
         raise errors.TransactionInProgressError(
             "the connection is inside a transaction: the fencing transaction helper runs only on a "
             "connection outside one (it never commits yours)")
+    statement = set_token(token)
     async with conn.transaction():
-        await conn.execute(SET_TOKEN, token_text(token))
+        await conn.execute(statement)
         yield conn
         try:
             await conn.execute("SELECT")

@@ -25,8 +25,8 @@ from . import aio as _aio
 from . import errors
 from ._lease import APPLICATION_NAME, REFUSED, LeaseBase, Resources, monotonic
 from ._sql import (ACQUIRE_ALL, ACQUIRE_MARGIN, CHECK, DIAGNOSIS_FAILED, EXTENSION_TYPE,
-                   SET_TOKEN, bounded_script, drive, drive_async, fenced_steps, interval,
-                   outcome, token_text)
+                   bounded_script, drive, drive_async, fenced_steps, interval,
+                   outcome, set_token)
 
 _DEFAULT_WAIT: Any = object()  # acquire(): the constructor's wait
 AnyConnection = Union["psycopg.Connection[Any]", "psycopg.AsyncConnection[Any]"]
@@ -185,8 +185,9 @@ def transaction(conn: "psycopg.Connection[Any]", token: int) -> Iterator["psycop
     TransactionAbortedError (the server would turn the COMMIT into a ROLLBACK
     without an error)."""
     _refuse_open(conn)
+    statement = set_token(token)
     with conn.transaction():
-        conn.execute(_p(SET_TOKEN), (token_text(token),))
+        conn.execute(statement, prepare=False)
         yield conn
         _refuse_aborted(conn)
 
@@ -209,8 +210,9 @@ async def async_transaction(conn: "psycopg.AsyncConnection[Any]",
                             token: int) -> AsyncIterator["psycopg.AsyncConnection[Any]"]:
     """transaction() for an AsyncConnection."""
     _refuse_open(conn)
+    statement = set_token(token)
     async with conn.transaction():
-        await conn.execute(_p(SET_TOKEN), (token_text(token),))
+        await conn.execute(statement, prepare=False)
         yield conn
         _refuse_aborted(conn)
 

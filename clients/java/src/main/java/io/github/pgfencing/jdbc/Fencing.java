@@ -5,11 +5,13 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.postgresql.PGResultSetMetaData;
+import org.postgresql.PGStatement;
 import org.postgresql.util.PSQLException;
 import org.postgresql.util.ServerErrorMessage;
 
@@ -63,8 +65,8 @@ public final class Fencing {
     }
 
     /**
-     * Runs work in one transaction that carries token (set_config('fencing.token', token, true),
-     * i.e. SET LOCAL), and commits it. The connection must be in autoCommit mode: it is switched
+     * Runs work in one transaction that carries token (SET LOCAL fencing.token = 'token', its own
+     * statement), and commits it. The connection must be in autoCommit mode: it is switched
      * off for the work and back on afterwards, so no write of the work can run outside the
      * token's transaction and the token cannot outlive it. A connection with autoCommit off is
      * inside the caller's transaction: TransactionInProgressException, nothing sent (the library
@@ -78,18 +80,30 @@ public final class Fencing {
         return withToken(c, token, work, null);
     }
 
+    /**
+     * The token for the current transaction as a literal SET LOCAL, because Citus forwards SET
+     * LOCAL to its workers (with citus.propagate_set_commands = 'local') and never set_config().
+     * SET takes no parameters, so the value is formatted from the long; a plain Statement with
+     * prepareThreshold 0 is never server-prepared, whatever the connection's threshold, so no
+     * statement is prepared per token value.
+     */
+    static void setLocalToken(Connection c, long token) throws SQLException {
+        try (Statement st = c.createStatement()) {
+            if (st.isWrapperFor(PGStatement.class))
+                st.unwrap(PGStatement.class).setPrepareThreshold(0);
+            st.execute("SET LOCAL fencing.token = '" + token + "'");
+        }
+    }
+
     /** As withToken(c, token, work), with beforeCommit run before COMMIT (throwing: rollback). */
     public static <T> T withToken(Connection c, long token, SqlWork<T> work, Check beforeCommit) throws SQLException {
         if (!c.getAutoCommit())
             throw new TransactionInProgressException("the connection has autoCommit off: it is inside the caller's "
                     + "transaction, which the fencing token's transaction must not join (commit it first, or use "
-                    + "set_config('fencing.token', token, true) in it yourself)");
+                    + "SET LOCAL fencing.token in it yourself)");
         c.setAutoCommit(false);
         try {
-            try (PreparedStatement ps = c.prepareStatement("SELECT pg_catalog.set_config('fencing.token', ?, true)")) {
-                ps.setString(1, Long.toString(token));
-                ps.execute();
-            }
+            setLocalToken(c, token);
             T result = work.run(c);
             if (beforeCommit != null)
                 beforeCommit.run();

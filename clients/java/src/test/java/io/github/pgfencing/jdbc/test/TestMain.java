@@ -92,6 +92,7 @@ public final class TestMain {
         run("close during renewal", () -> testCloseDuringRenewal(admin));
         run("waited acquire", () -> testWaitedAcquire(admin));
         run("takeover", () -> TakeoverTest.run(admin));
+        run("set local", () -> SetLocalTest.run(admin));
     }
 
     // ------------------------------------------------------------------ harness
