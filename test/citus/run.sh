@@ -292,6 +292,14 @@ check "block_writes move of a shard without tombstones allowed" "ok" \
     "$(state $C "SELECT citus_move_shard_placement($sh_c, '127.0.0.1', $from_b, '127.0.0.1', $to_b, shard_transfer_mode => 'block_writes')")"
 check "worker_copy_table_to_node called with a computed shard refused" "0A000" \
     "$(state $from_b "SELECT worker_copy_table_to_node(c.oid::regclass, 1) FROM pg_class c WHERE c.relname = 'pg_class'")"
+q $W1 "CREATE DATABASE nofence" >/dev/null
+"${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -c "CREATE EXTENSION citus" >/dev/null 2>&1
+out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -At -v VERBOSITY=verbose \
+    -c "SELECT worker_copy_table_to_node(c.oid::regclass, 1) FROM pg_class c WHERE c.relname = 'pg_class'" 2>&1)
+check "a database with Citus and without fencing on a worker" "citus" \
+    "$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -At -c "SELECT string_agg(extname, ',') FROM pg_extension WHERE extname IN ('citus', 'fencing')")"
+check "… but not judged in a database without fencing (Citus answers itself)" "no" \
+    "$(grep -q 'docs/citus.md' <<< "$out" && echo yes || echo no)"
 
 # ---- tombstones while a shard is published (a logical move copying it)
 # Two shards of bw without tombstones, and one key of each.

@@ -150,7 +150,8 @@ Oid ShardRelid(int64 shardid) {
 
 void JudgeCall(const FmgrInfo *flinfo) {
     Watched what = WatchedAs(flinfo->fn_oid);
-    if (what == Watched::kNone)
+    // A database without the extension has nothing of ours to lose.
+    if (what == Watched::kNone || !OidIsValid(FencingTokenTypeOid()))
         return;
     Datum arg;
     bool known =
