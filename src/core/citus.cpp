@@ -65,11 +65,37 @@ constexpr CitusRefusal kProtectCitusShell = {
     "see docs/citus.md."};
 
 constexpr CitusRefusal kMoveWithTombstones = {
-    "a shard of a fenced row-scope table that has tombstones cannot be moved",
-    "Its tombstones (the high-water marks of deleted keys) are kept in this node's "
-    "fencing.row_tombstone and do not travel with the shard: on the new node a deleted key could "
-    "be re-inserted with a stale token.",
+    "a shard of a fenced row-scope table that has tombstones cannot be moved or split",
+    "Its tombstones (the high-water marks of deleted keys, and its tombstone floor) are kept in "
+    "this node's fencing.row_tombstone and fencing.tombstone_floor and do not travel with the "
+    "shard, whether it is published (logical move or split) or copied (block_writes move, "
+    "blocking split): on the new node a deleted key could be re-inserted with a stale token.",
     "Leave the shard where it is; see docs/citus.md for what moves and what is refused."};
+
+constexpr CitusRefusal kTombstoneWhilePublished = {
+    "a tombstone cannot be written on a shard that a logical move or split is copying",
+    "The shard is a member of a publication: the move copies its rows but not this node's "
+    "fencing.row_tombstone or tombstone floor, so a key deleted now could be re-inserted with a "
+    "stale token on the new node.",
+    "Retry the DELETE (or the key change) after the shard move or split has finished; or move "
+    "shards only while no fenced deletes run; see docs/citus.md."};
+
+constexpr CitusRefusal kReshapeFenced = {
+    "a fenced Citus table cannot be rebuilt by undistribute_table(), alter_distributed_table() "
+    "or alter_table_set_access_method()",
+    "They copy the rows into a new table, but not the tombstones and tombstone floors its shards "
+    "keep on the workers: a deleted key could then be re-inserted with a stale token.",
+    "Keep the table as it is (shards without tombstones can still be moved and rebalanced); to "
+    "change its layout, create a new fenced table and distribute it with fencing_distribute() "
+    "before deleting from it; see docs/citus.md."};
+
+constexpr CitusRefusal kUnjudgedCopy = {
+    "this Citus function is refused unless its table (or shard id) is a constant",
+    "fencing judges worker_copy_table_to_node(), worker_split_copy(), undistribute_table(), "
+    "alter_distributed_table() and alter_table_set_access_method() by their first argument "
+    "before they run; called with a computed one, it cannot tell whether they would lose "
+    "tombstones.",
+    "Call it with a literal first argument, as Citus does; see docs/citus.md."};
 
 constexpr CitusRefusal kDistributeWithoutCitus = {
     "fencing_distribute() needs Citus",
@@ -147,6 +173,14 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
             return f.table == CitusTable::kDistributed && f.shard && f.tombstones
                        ? &kMoveWithTombstones
                        : nullptr;
+        case CitusAction::kTombstoneWrite:
+            return f.table == CitusTable::kDistributed && f.shard && f.published
+                       ? &kTombstoneWhilePublished
+                       : nullptr;
+        case CitusAction::kReshape:
+            return spread && !f.shard && f.tombstones ? &kReshapeFenced : nullptr;
+        case CitusAction::kUnjudgedCopy:
+            return &kUnjudgedCopy;
         case CitusAction::kProtect:
             // The scope's refusal first: it holds for the shards too.
             if (f.table == CitusTable::kDistributed && Shared(f.scope))

@@ -31,7 +31,10 @@ enum class CitusAction {
     kProtect,          // fencing_protect(table, scope => …)
     kWrite,            // a guarded write (the guard trigger)
     kHighWaterRead,    // fencing_high_water(table, …)
-    kShardMove,        // a shard published for a move (CREATE PUBLICATION)
+    kShardMove,        // a shard published for a move, or copied by a blocking move or split
+    kTombstoneWrite,   // a tombstone written, or a tombstone floor raised, on this node
+    kReshape,          // undistribute_table(), alter_distributed_table(), alter_table_set_access_method()
+    kUnjudgedCopy,     // a Citus copy or rebuild function called without a constant table
     kFencedCall,       // fenced_update(), fenced_delete(), fenced_upsert() (and _result)
     kDistribute,       // fencing_distribute(): `table` is what the table becomes
 };
@@ -42,12 +45,17 @@ struct CitusFacts {
     CitusTable table = CitusTable::kPlain;  // the table acted on, if any
     bool shard = false;                     // the table is a shard (placement) of `table`
     Scope scope = Scope::kRow;              // kProtect, kWrite: the policy's scope
-    // kShardMove: the shard has row tombstones. kDistribute: the table has
-    // state outside its rows on this node (tombstones, a floor, a table HWM).
+    // kShardMove: the shard has row tombstones or a floor. kDistribute: the
+    // table has state outside its rows on this node (tombstones, a floor, a
+    // table HWM). kReshape: the table is fenced (has a token column), so its
+    // shards may keep tombstones.
     bool tombstones = false;
+    // kTombstoneWrite: the shard is a member of a publication (a logical
+    // move or split is copying it).
+    bool published = false;
     // kDistribute: the table's policy differs from what auto-protection
     // gives each shard (strict, on_stale, require_token, another scope).
-    bool custom_policy = false;  // kShardMove: the shard has row tombstones
+    bool custom_policy = false;
 };
 
 // Why an operation is refused: errmsg, errdetail and errhint texts (no

@@ -20,6 +20,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/catalog/subscriber.hpp"
 #include "pg/catalog/citus_node.hpp"
+#include "pg/ddl/citus_moves.hpp"
 #include "pg/worker/retire_worker.hpp"
 
 extern "C" {
@@ -63,6 +64,7 @@ void _PG_init(void) {
     fencing::pg::RegisterLeaseCallbacks();
     fencing::pg::RegisterTakeoverHooks();
     fencing::pg::RegisterCopySnapshotHooks();
+    fencing::pg::RegisterCitusCopyHooks();
     // Last: its pre-commit writes run before the durability callback looks.
     fencing::pg::RegisterRemovedRowsCallbacks();
     CacheRegisterRelcacheCallback(ForgetRelation, 0);

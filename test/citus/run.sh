@@ -215,9 +215,82 @@ check "a key deleted and retired into the shard's floor: its stale re-insert ref
 q $C "SET fencing.auto_protect = off; CREATE TABLE ud (k int PRIMARY KEY, fence fencing_token)" >/dev/null
 q $C "SELECT create_distributed_table('ud', 'k', shard_count => 2, colocate_with => 'none')" >/dev/null
 q $C "INSERT INTO ud VALUES (1, 10); SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM ud WHERE k = 1; COMMIT;" >/dev/null
-q $C "SELECT undistribute_table('ud')" >/dev/null
+check "undistribute_table of a fenced distributed table refused" "0A000" \
+    "$(state $C "SELECT undistribute_table('ud')")"
 check "a deleted key's stale re-insert refused after an undistribute_table attempt" "TF001" \
     "$(state $C "INSERT INTO ud VALUES (1, 49)")"
+check "alter_distributed_table(shard_count) of a fenced table refused, auto-protection off too" "0A000" \
+    "$(state $C "SET fencing.auto_protect = off; SELECT alter_distributed_table('ud', shard_count => 3)")"
+check "alter_table_set_access_method of a fenced distributed table refused" "0A000" \
+    "$(state $C "SELECT alter_table_set_access_method('ud', 'heap')")"
+check "ud still has its 2 shards with their tombstone" "2 1" \
+    "$(q $C "SELECT count(*) FROM citus_shards WHERE table_name = 'ud'::regclass") $(q $C "SELECT sum(result::int) FROM run_command_on_shards('ud', \$\$SELECT count(*) FROM fencing.row_tombstone WHERE relid = '%s'::regclass\$\$)")"
+q $C "CREATE TABLE plain_ud (k int PRIMARY KEY, v int); SELECT create_distributed_table('plain_ud', 'k', shard_count => 2)" >/dev/null
+check "undistribute_table of a distributed table without a token column allowed" "ok" \
+    "$(state $C "SELECT undistribute_table('plain_ud')")"
+
+# ---- moves and splits that copy rows with COPY (no publication)
+q $C "SET fencing.auto_protect = off; CREATE TABLE bw (k int PRIMARY KEY, v int, fence fencing_token)" >/dev/null
+q $C "SELECT create_distributed_table('bw', 'k', shard_count => 4, colocate_with => 'none')" >/dev/null
+q $C "INSERT INTO bw SELECT g, g, 10 FROM generate_series(1, 200) g" >/dev/null
+sh_b=$(q $C "SELECT get_shard_id_for_distribution_column('bw', 3)")
+from_b=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_b"); to_b=$W2; [ "$from_b" = $W2 ] && to_b=$W1
+q $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM bw WHERE k = 3; COMMIT;" >/dev/null
+check "block_writes move of a shard with a tombstone refused" "0A000" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_b, '127.0.0.1', $from_b, '127.0.0.1', $to_b, shard_transfer_mode => 'block_writes')")"
+check "… the shard stayed on its worker" "$from_b" "$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_b")"
+node_b=$(q $C "SELECT nodeid FROM pg_dist_node WHERE nodeport = $from_b")
+mid_b=$(q $C "SELECT ((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::int FROM pg_dist_shard WHERE shardid = $sh_b")
+check "blocking split of a shard with a tombstone refused" "0A000" \
+    "$(state $C "SELECT citus_split_shard_by_split_points($sh_b, ARRAY['$mid_b'], ARRAY[$node_b, $node_b], shard_transfer_mode => 'block_writes')")"
+check "… the stale re-insert of its deleted key refused" "TF001" "$(state $C "INSERT INTO bw VALUES (3, 0, 49)")"
+sh_c=$(q $C "SELECT shardid FROM citus_shards WHERE table_name = 'bw'::regclass AND shardid <> $sh_b AND nodeport = $from_b AND shardid NOT IN (SELECT get_shard_id_for_distribution_column('bw', 3)) LIMIT 1")
+check "block_writes move of a shard without tombstones allowed" "ok" \
+    "$(state $C "SELECT citus_move_shard_placement($sh_c, '127.0.0.1', $from_b, '127.0.0.1', $to_b, shard_transfer_mode => 'block_writes')")"
+check "worker_copy_table_to_node called with a computed shard refused" "0A000" \
+    "$(state $from_b "SELECT worker_copy_table_to_node(c.oid::regclass, 1) FROM pg_class c WHERE c.relname = 'pg_class'")"
+q $W1 "CREATE DATABASE nofence" >/dev/null
+"${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -c "CREATE EXTENSION citus" >/dev/null 2>&1
+out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -At -v VERBOSITY=verbose \
+    -c "SELECT worker_copy_table_to_node(c.oid::regclass, 1) FROM pg_class c WHERE c.relname = 'pg_class'" 2>&1)
+check "a database with Citus and without fencing on a worker" "citus" \
+    "$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p $W1 -U postgres -d nofence -X -q -At -c "SELECT string_agg(extname, ',') FROM pg_extension WHERE extname IN ('citus', 'fencing')")"
+check "… but not judged in a database without fencing (Citus answers itself)" "no" \
+    "$(grep -q 'docs/citus.md' <<< "$out" && echo yes || echo no)"
+
+# ---- tombstones while a shard is published (a logical move copying it)
+# Two shards of bw without tombstones, and one key of each.
+sh_p=$(q $C "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'bw'::regclass AND shardid NOT IN ($sh_b, $sh_c) ORDER BY shardid LIMIT 1")
+sh_q=$(q $C "SELECT shardid FROM pg_dist_shard WHERE logicalrelid = 'bw'::regclass AND shardid NOT IN ($sh_b, $sh_p) ORDER BY shardid LIMIT 1")
+k_p=$(q $C "SELECT k FROM bw WHERE get_shard_id_for_distribution_column('bw', k) = $sh_p ORDER BY k LIMIT 1")
+k_q=$(q $C "SELECT k FROM bw WHERE get_shard_id_for_distribution_column('bw', k) = $sh_q ORDER BY k LIMIT 1")
+name_p=$(q $C "SELECT shard_name('bw'::regclass, $sh_p)")
+port_p=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_p")
+# As a move publishes it (Citus would propagate a user's CREATE PUBLICATION).
+q $port_p "SET citus.enable_ddl_propagation = off; CREATE PUBLICATION fencing_test_pub FOR TABLE $name_p" >/dev/null
+check "a fenced DELETE on a shard in a publication (a logical move under way) refused" "0A000" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 50; DELETE FROM bw WHERE k = $k_p; COMMIT;")"
+check "… no tombstone was written on the published shard" "0" \
+    "$(q $port_p "SELECT count(*) FROM fencing.row_tombstone WHERE relid = '$name_p'::regclass")"
+check "an UPDATE of the published shard still admitted (its HWM is in the row)" "ok" \
+    "$(state $C "UPDATE bw SET v = 1, fence = 51 WHERE k = $k_p")"
+q $port_p "SET citus.enable_ddl_propagation = off; DROP PUBLICATION fencing_test_pub" >/dev/null
+check "the DELETE admitted once the publication is gone" "ok" \
+    "$(state $C "SET citus.propagate_set_commands = 'local'; BEGIN; SET LOCAL fencing.token = 52; DELETE FROM bw WHERE k = $k_p; COMMIT;")"
+# A DELETE in flight when the move publishes the shard: the publication waits
+# for it and then sees its tombstone.
+name_q=$(q $C "SELECT shard_name('bw'::regclass, $sh_q)")
+port_q=$(q $C "SELECT nodeport FROM citus_shards WHERE shardid = $sh_q")
+"${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$port_q" -U postgres -X -q -At -v VERBOSITY=verbose \
+    -c "BEGIN" -c "SET LOCAL fencing.token = 60" -c "DELETE FROM $name_q WHERE k = $k_q" -c "SELECT pg_sleep(2)" -c "COMMIT" \
+    > "$BASE/inflight.out" 2>&1 &
+inflight=$!
+sleep 0.5
+check "CREATE PUBLICATION of a shard waits for a DELETE in flight and refuses its tombstone" "0A000" \
+    "$(state $port_q "SET citus.enable_ddl_propagation = off; CREATE PUBLICATION fencing_test_pub2 FOR TABLE $name_q")"
+wait $inflight
+check "… the in-flight DELETE committed its tombstone" "1" \
+    "$(q $port_q "SELECT count(*) FROM fencing.row_tombstone WHERE relid = '$name_q'::regclass")"
 # A reference table in resource scope: a lease fences its resource on the
 # coordinator only, and a copy written directly on a worker would be judged
 # by the worker's own, lower HWM (the attack pass had A's late token accepted

@@ -34,7 +34,8 @@ const Scope kScopes[] = {Scope::kRow, Scope::kResource, Scope::kTable};
 const CitusAction kActions[] = {
     CitusAction::kLease,     CitusAction::kResourceAdvance, CitusAction::kAdvance,
     CitusAction::kProtect,   CitusAction::kWrite,           CitusAction::kHighWaterRead,
-    CitusAction::kShardMove, CitusAction::kFencedCall,      CitusAction::kDistribute};
+    CitusAction::kShardMove, CitusAction::kFencedCall,      CitusAction::kDistribute,
+    CitusAction::kTombstoneWrite, CitusAction::kReshape,    CitusAction::kUnjudgedCopy};
 
 }  // namespace
 
@@ -141,23 +142,52 @@ TEST(JudgeOnCitus, HighWaterAndFencedCallsOnTheCoordinatorsMetadataTableRefused)
         }
 }
 
-TEST(JudgeOnCitus, ShardMoveRefusedOnlyWithTombstones) {
+// action is refused on a distributed table's shard exactly when the fact
+// `flag` holds: not on the table itself, a reference table's copy, a plain
+// table, nor without Citus.
+void ExpectRefusedOnlyOnADistributedShard(CitusAction action, bool CitusFacts::*flag) {
     for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker}) {
-        CitusFacts f = Facts(role, CitusAction::kShardMove, CitusTable::kDistributed, true);
+        CitusFacts f = Facts(role, action, CitusTable::kDistributed, true);
         EXPECT_EQ(JudgeOnCitus(f), nullptr);
-        f.tombstones = true;
+        f.*flag = true;
         EXPECT_NE(JudgeOnCitus(f), nullptr);
-        // Not a shard (a plain publication of the table itself), or not distributed.
         f.shard = false;
         EXPECT_EQ(JudgeOnCitus(f), nullptr);
         f.shard = true;
-        f.table = CitusTable::kReference;
-        EXPECT_EQ(JudgeOnCitus(f), nullptr);
+        for (CitusTable t : {CitusTable::kReference, CitusTable::kPlain}) {
+            f.table = t;
+            EXPECT_EQ(JudgeOnCitus(f), nullptr);
+        }
     }
-    CitusFacts absent =
-        Facts(CitusRole::kAbsent, CitusAction::kShardMove, CitusTable::kDistributed, true);
-    absent.tombstones = true;
+    CitusFacts absent = Facts(CitusRole::kAbsent, action, CitusTable::kDistributed, true);
+    absent.*flag = true;
     EXPECT_EQ(JudgeOnCitus(absent), nullptr);
+}
+
+TEST(JudgeOnCitus, ShardMoveRefusedOnlyWithTombstones) {
+    ExpectRefusedOnlyOnADistributedShard(CitusAction::kShardMove, &CitusFacts::tombstones);
+}
+
+// A tombstone written while a logical move or split publishes the shard.
+TEST(JudgeOnCitus, TombstoneWriteRefusedOnlyOnAPublishedShard) {
+    ExpectRefusedOnlyOnADistributedShard(CitusAction::kTombstoneWrite, &CitusFacts::published);
+}
+
+TEST(JudgeOnCitus, ReshapeRefusedOnAFencedCitusTable) {
+    for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference}) {
+        CitusFacts f = Facts(CitusRole::kCoordinator, CitusAction::kReshape, t);
+        EXPECT_EQ(JudgeOnCitus(f), nullptr);  // no token column
+        f.tombstones = true;
+        EXPECT_NE(JudgeOnCitus(f), nullptr);
+    }
+    CitusFacts local = Facts(CitusRole::kCoordinator, CitusAction::kReshape, CitusTable::kLocal);
+    local.tombstones = true;
+    EXPECT_EQ(JudgeOnCitus(local), nullptr);
+}
+
+TEST(JudgeOnCitus, UnjudgedCopyRefusedWithCitus) {
+    for (CitusRole role : {CitusRole::kCoordinator, CitusRole::kWorker})
+        EXPECT_NE(JudgeOnCitus(Facts(role, CitusAction::kUnjudgedCopy)), nullptr);
 }
 
 TEST(JudgeOnCitus, DistributeOnTheCoordinatorWithoutStateOrCustomPolicy) {
@@ -202,10 +232,11 @@ TEST(JudgeOnCitus, EveryRefusalIsComplete) {
         for (CitusAction a : kActions)
             for (CitusTable t : kTables)
                 for (Scope s : kScopes)
-                    for (int bits = 0; bits < 8; ++bits) {
+                    for (int bits = 0; bits < 16; ++bits) {
                         CitusFacts f = Facts(role, a, t, bits & 1, s);
                         f.tombstones = bits & 2;
                         f.custom_policy = bits & 4;
+                        f.published = bits & 8;
                         const auto *r = JudgeOnCitus(f);
                         if (r == nullptr)
                             continue;

@@ -9,6 +9,7 @@
 
 extern "C" {
 #include "catalog/namespace.h"
+#include "catalog/pg_publication.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "utils/hsearch.h"
@@ -27,6 +28,12 @@ struct CitusTableEntry {
 };
 
 HTAB *citus_tables = nullptr;
+// RefuseTombstoneWhilePublished's last answer: relid may take tombstones
+// in transaction lxid.
+struct {
+    LocalTransactionId lxid = InvalidLocalTransactionId;
+    Oid relid = InvalidOid;
+} tombstones_allowed;
 // The node's role, read once per transaction.
 LocalTransactionId role_lxid = InvalidLocalTransactionId;
 CitusRole role = CitusRole::kAbsent;
@@ -159,6 +166,8 @@ bool IsCitusMetadataTable(Oid relid) {
 }
 
 void ForgetCitusTables(Oid relid) {
+    if (!OidIsValid(relid) || relid == tombstones_allowed.relid)
+        tombstones_allowed.lxid = InvalidLocalTransactionId;
     if (citus_tables == nullptr)
         return;
     if (OidIsValid(relid)) {
@@ -179,6 +188,31 @@ void RefuseJudged(const CitusFacts &facts, Oid relid) {
                         errdetail("%s", refusal->detail), errhint("%s", refusal->hint)));
     ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED), errmsg("%s", refusal->message),
                     errdetail("%s", refusal->detail), errhint("%s", refusal->hint)));
+}
+
+// Whether any publication (by table, by its schema or for all tables)
+// includes relid.
+static bool Published(Oid relid) {
+    if (GetRelationPublications(relid) != NIL || GetAllTablesPublications() != NIL)
+        return true;
+    return GetSchemaPublications(get_rel_namespace(relid)) != NIL;
+}
+
+void RefuseTombstoneWhilePublished(Oid home_relid) {
+    if (tombstones_allowed.lxid == CurrentLocalTransactionId() &&
+        tombstones_allowed.relid == home_relid)
+        return;
+    CitusFacts facts;
+    facts.action = CitusAction::kTombstoneWrite;
+    if (CitusInstalled()) {
+        facts.role = CitusNodeRole();
+        facts.table = CitusTableKind(home_relid, &facts.shard);
+        facts.published = facts.table == CitusTable::kDistributed && facts.shard &&
+                          Published(home_relid);
+        RefuseJudged(facts, home_relid);
+    }
+    tombstones_allowed.relid = home_relid;
+    tombstones_allowed.lxid = CurrentLocalTransactionId();
 }
 
 void RefuseOnCitus(CitusAction action, Oid relid, Scope scope, bool tombstones) {

@@ -29,6 +29,15 @@ bool IsCitusMetadataTable(Oid relid);
 // relid (InvalidOid: none) is named in the message.
 void RefuseJudged(const CitusFacts &facts, Oid relid);
 
+// Refuses (0A000) a tombstone write or a floor raise for home_relid when it
+// is a shard of a distributed table and a member of any publication: a
+// logical move or split is copying it, and would leave the tombstone behind.
+// The answer is cached for the transaction and the relation (the last one
+// asked) and dropped by its relcache invalidation, which adding it to a
+// publication sends; without Citus it costs one syscache lookup per
+// transaction and relation.
+void RefuseTombstoneWhilePublished(Oid home_relid);
+
 // For module.cpp's relcache callback (InvalidOid: everything).
 void ForgetCitusTables(Oid relid);
 

@@ -18,4 +18,16 @@ namespace fencing::pg {
 // statement passes.
 void RefuseLosingPublication(Node *stmt);
 
+// Refuses (0A000) publishing or copying relid when it is a shard of a
+// distributed table fenced in row scope with tombstones or a tombstone floor.
+// Takes ShareLock on the shard until the transaction ends: writers in flight
+// finish first (their tombstones are seen), later ones wait.
+void RefuseLosingShardCopy(Oid relid);
+
+// _PG_init: the function manager hook that refuses Citus's block_writes shard
+// copies (worker_copy_table_to_node, worker_split_copy) of such a shard, and
+// undistribute_table(), alter_distributed_table() and
+// alter_table_set_access_method() of a fenced Citus table.
+void RegisterCitusCopyHooks();
+
 }  // namespace fencing::pg

@@ -12,6 +12,7 @@
 #include "pg/base/boundary.hpp"
 #include "pg/base/internal_access.hpp"
 #include "pg/base/relation_args.hpp"
+#include "pg/catalog/citus_node.hpp"
 #include "pg/catalog/policy_store.hpp"
 #include "pg/ddl/copy_snapshot.hpp"
 #include "pg/hwm/store.hpp"
@@ -252,6 +253,7 @@ bool AnyRow(const List *leaves, const char *token_column) {
 // rows, as a DELETE of each would have, so each key leaves its tombstone at
 // its highest token under home.
 void TombstoneKeptRows(Oid home, RowTokens *dropped) {
+    RefuseTombstoneWhilePublished(home);
     std::sort(dropped->items, dropped->items + dropped->count, KeyThenTokenDown);
     InternalSession access;
     BeginInternal(&access);

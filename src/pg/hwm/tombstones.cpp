@@ -3,6 +3,8 @@
 // store (pg/hwm/store.hpp), keyed canonically (pg/keys/tombstone_key.hpp).
 #include "pg/hwm/tombstones.hpp"
 
+#include "pg/catalog/citus_node.hpp"
+
 #include "pg/hwm/removed_rows.hpp"
 #include "pg/hwm/store.hpp"
 #include "pg/base/internal_access.hpp"
@@ -256,6 +258,8 @@ bool RowTombstoneAfterWriters(Relation rel, Oid home_relid, HeapTuple row, Token
 }
 
 void LeaveTombstone(Relation rel, Oid home_relid, HeapTuple old_row, Token hwm, bool deferrable) {
+    // Before any tombstone or floor write, deferred or not.
+    RefuseTombstoneWhilePublished(home_relid);
     if (deferrable && DeferFoldedRow(home_relid, hwm))
         return;
     Datum key;
