@@ -32,7 +32,8 @@ enum class CitusAction {
     kWrite,            // a guarded write (the guard trigger)
     kHighWaterRead,    // fencing_high_water(table, …)
     kShardMove,        // a shard published for a move (CREATE PUBLICATION)
-    kFencedCall,       // fenced_update(), fenced_delete(), fenced_upsert() (and _result)
+    kFencedCall,       // fenced_delete() and the fenced_*_result() forms
+    kFencedCallRouted, // fenced_update(), fenced_upsert(): the token travels in the row
     kDistribute,       // fencing_distribute(): `table` is what the table becomes
 };
 
