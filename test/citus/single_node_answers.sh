@@ -75,7 +75,6 @@ q $C "SELECT citus_set_coordinator_host('127.0.0.1', $C)" >/dev/null
 q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W1)" >/dev/null
 q $C "SELECT 1 FROM citus_add_node('127.0.0.1', $W2)" >/dev/null
 q $C "CREATE EXTENSION fencing" >/dev/null
-check "CREATE EXTENSION fencing on the coordinator reaches both workers" "2" \
 
 # ---- a distributed table and a reference table, fenced row by row on their shards
 q $C "CREATE TABLE inv (item text PRIMARY KEY, stock int CHECK (stock >= 0), fence fencing_token)" >/dev/null
@@ -127,6 +126,8 @@ check "a worker's CHECK violation comes back unchanged (23514)" "23514" \
     "$(state $C "SELECT fenced_update('inv', 41, '{\"item\": \"a\"}', '{\"stock\": -1}')")"
 check "… and is caught by an enclosing exception block; the transaction goes on" "caught|40" \
     "$(q $C "DO \$\$ BEGIN PERFORM fenced_update('inv', 41, '{\"item\": \"a\"}', '{\"stock\": -1}'); EXCEPTION WHEN check_violation THEN RAISE NOTICE 'c'; END \$\$; SELECT 'caught|' || fence FROM inv WHERE item = 'a'")"
+check "a token-less call (NULL token): 22004 as on one node, nothing routed" "22004" \
+    "$(state $C "SELECT fenced_update('inv', NULL, '{\"item\": \"a\"}', '{\"stock\": 1}')")"
 check "a worker's shell of the table refuses fenced_update (0A000, fencing's)" "0A000" \
     "$(state $W1 "SELECT fenced_update('inv', 50, '{\"item\": \"a\"}', '{\"stock\": 1}')")"
 check "no error of the suite's calls became XX000" "0" \
