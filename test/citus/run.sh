@@ -173,8 +173,9 @@ check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
     "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"
 check "fencing_high_water of the coordinator's table of a distributed table refused" "0A000" \
     "$(state $C "SELECT fencing_high_water('inv', '{\"item\": \"a\"}')")"
-check "fenced_update on the coordinator's table of a distributed table refused" "0A000" \
-    "$(state $C "SELECT fenced_update('inv', 50, '{\"item\": \"b\"}', '{\"stock\": 9}')")"
+# fenced_update and fenced_upsert are answered (test/citus/single_node_answers.sh).
+check "fenced_delete on the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fenced_delete('inv', 50, '{\"item\": \"b\"}')")"
 shard_w1=$(q $C "SELECT shard_name('inv'::regclass, shardid) FROM citus_shards WHERE table_name = 'inv'::regclass AND nodeport = $W1 LIMIT 1")
 check "fencing_advance on a worker's shard refused" "0A000" \
     "$(state $W1 "SELECT fencing_advance('$shard_w1', 50, '{\"item\": \"zz\"}')")"
