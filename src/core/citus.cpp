@@ -48,13 +48,19 @@ constexpr CitusRefusal kHighWaterCitusTable = {
     "the shard; see docs/citus.md."};
 
 constexpr CitusRefusal kFencedCallCitusTable = {
-    "fenced_update(), fenced_delete() and fenced_upsert() are refused on the coordinator's table "
+    "fenced_delete() and the fenced_*_result() functions are refused on the coordinator's table "
     "of a Citus table",
-    "They judge a write by the table's own policy and tombstones, which the coordinator's table "
-    "does not have: its rows and tombstones live in the shards, whose guards judge every write.",
-    "Write through the coordinator with the token in the row's token column, or with SET LOCAL "
-    "fencing.token inside BEGIN ... COMMIT and citus.propagate_set_commands = 'local'; see "
-    "docs/citus.md."};
+    "The shard's guard on a worker judges the write: a DELETE carries no token in its row for it "
+    "to judge, and the worker's refusal does not say how many rows were stale or at which "
+    "high-water mark.",
+    "Use fenced_update() or fenced_upsert() on the coordinator (a stale token gives 0 rows), or "
+    "DELETE with SET LOCAL fencing.token inside BEGIN ... COMMIT and "
+    "citus.propagate_set_commands = 'local'; see docs/citus.md."};
+
+constexpr CitusRefusal kFencedCallOnWorkerShell = {
+    "fenced_update() and fenced_upsert() on a Citus table run on the coordinator",
+    "This node is a Citus worker: the table here is the coordinator's metadata, not a shard.",
+    "Call them on the coordinator, which routes the write to the shard; see docs/citus.md."};
 
 constexpr CitusRefusal kProtectCitusShell = {
     "the coordinator's table of a Citus table is not protected itself",
@@ -167,6 +173,10 @@ const CitusRefusal *JudgeOnCitus(const CitusFacts &f) noexcept {
             return spread && !f.shard ? &kHighWaterCitusTable : nullptr;
         case CitusAction::kFencedCall:
             return spread && !f.shard ? &kFencedCallCitusTable : nullptr;
+        case CitusAction::kFencedCallRouted:
+            // The coordinator routes the statement to the shard, whose guard
+            // judges the token written into the row.
+            return spread && !f.shard && worker ? &kFencedCallOnWorkerShell : nullptr;
         case CitusAction::kDistribute:
             break;  // JudgeDistribute
         case CitusAction::kShardMove:

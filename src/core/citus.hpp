@@ -35,7 +35,8 @@ enum class CitusAction {
     kTombstoneWrite,   // a tombstone written, or a tombstone floor raised, on this node
     kReshape,          // undistribute_table(), alter_distributed_table(), alter_table_set_access_method()
     kUnjudgedCopy,     // a Citus copy or rebuild function called without a constant table
-    kFencedCall,       // fenced_update(), fenced_delete(), fenced_upsert() (and _result)
+    kFencedCall,       // fenced_delete() and the fenced_*_result() forms
+    kFencedCallRouted, // fenced_update(), fenced_upsert(): the token travels in the row
     kDistribute,       // fencing_distribute(): `table` is what the table becomes
 };
 

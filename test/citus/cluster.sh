@@ -67,3 +67,17 @@ skip_without_citus() {  # exit 77 (a skip, never a pass) unless Citus is install
         exit 77
     fi
 }
+
+# state PORT SQL: the SQLSTATE of the first error, or "ok". A 0A000 counts
+# as fencing's refusal only with its HINT pointing to docs/citus.md (Citus
+# raises 0A000 for what it does not support): else "0A000 (not fencing's)".
+state() {
+    local out code
+    out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
+        -v VERBOSITY=verbose <<< "$2" 2>&1)
+    code=$(sed -n 's/^.*ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<< "$out" | head -1)
+    if [ "$code" = 0A000 ] && ! grep -q "docs/citus.md" <<< "$out"; then
+        code="0A000 (not fencing's)"
+    fi
+    echo "${code:-ok}"
+}

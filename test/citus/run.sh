@@ -16,20 +16,6 @@ cd "$(dirname "$0")/../.." || exit 1
 skip_without_citus
 citus_cluster "54601 54602 54603" CITUS_PORTS "wal_level = logical"
 
-# state PORT SQL: the SQLSTATE of the first error, or "ok". A 0A000 counts
-# as fencing's refusal only with its HINT pointing to docs/citus.md (Citus
-# raises 0A000 for what it does not support): else "0A000 (not fencing's)".
-state() {
-    local out code
-    out=$("${RUN[@]}" "$BIN/psql" -h "$SOCK" -p "$1" -U postgres -d postgres -X -q -At \
-        -v VERBOSITY=verbose <<< "$2" 2>&1)
-    code=$(sed -n 's/^.*ERROR: *\([0-9A-Z]\{5\}\):.*/\1/p' <<< "$out" | head -1)
-    if [ "$code" = 0A000 ] && ! grep -q "docs/citus.md" <<< "$out"; then
-        code="0A000 (not fencing's)"
-    fi
-    echo "${code:-ok}"
-}
-
 citus_topology
 check "CREATE EXTENSION fencing on the coordinator reaches both workers" "2" \
     "$(q $C "SELECT count(*) FROM run_command_on_workers(\$\$SELECT extversion FROM pg_extension WHERE extname = 'fencing'\$\$) WHERE success AND result <> ''")"
@@ -130,8 +116,9 @@ check "fencing_advance on a distributed table (coordinator) refused" "0A000" \
     "$(state $C "SELECT fencing_advance('inv', 50, '{\"item\": \"zz\"}')")"
 check "fencing_high_water of the coordinator's table of a distributed table refused" "0A000" \
     "$(state $C "SELECT fencing_high_water('inv', '{\"item\": \"a\"}')")"
-check "fenced_update on the coordinator's table of a distributed table refused" "0A000" \
-    "$(state $C "SELECT fenced_update('inv', 50, '{\"item\": \"b\"}', '{\"stock\": 9}')")"
+# fenced_update and fenced_upsert are answered (test/citus/single_node_answers.sh).
+check "fenced_delete on the coordinator's table of a distributed table refused" "0A000" \
+    "$(state $C "SELECT fenced_delete('inv', 50, '{\"item\": \"b\"}')")"
 shard_w1=$(q $C "SELECT shard_name('inv'::regclass, shardid) FROM citus_shards WHERE table_name = 'inv'::regclass AND nodeport = $W1 LIMIT 1")
 check "fencing_advance on a worker's shard refused" "0A000" \
     "$(state $W1 "SELECT fencing_advance('$shard_w1', 50, '{\"item\": \"zz\"}')")"

@@ -35,7 +35,8 @@ const CitusAction kActions[] = {
     CitusAction::kLease,     CitusAction::kResourceAdvance, CitusAction::kAdvance,
     CitusAction::kProtect,   CitusAction::kWrite,           CitusAction::kHighWaterRead,
     CitusAction::kShardMove, CitusAction::kFencedCall,      CitusAction::kDistribute,
-    CitusAction::kTombstoneWrite, CitusAction::kReshape,    CitusAction::kUnjudgedCopy};
+    CitusAction::kTombstoneWrite, CitusAction::kReshape,    CitusAction::kUnjudgedCopy,
+    CitusAction::kFencedCallRouted};
 
 }  // namespace
 
@@ -140,6 +141,20 @@ TEST(JudgeOnCitus, HighWaterAndFencedCallsOnTheCoordinatorsMetadataTableRefused)
             EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kPlain)), nullptr);
             EXPECT_EQ(JudgeOnCitus(Facts(role, a, CitusTable::kLocal)), nullptr);
         }
+}
+
+TEST(JudgeOnCitus, RoutedFencedCallsAnsweredOnTheCoordinatorOnly) {
+    for (CitusTable t : {CitusTable::kDistributed, CitusTable::kReference}) {
+        EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kCoordinator, CitusAction::kFencedCallRouted, t)),
+                  nullptr);
+        EXPECT_NE(JudgeOnCitus(Facts(CitusRole::kWorker, CitusAction::kFencedCallRouted, t)),
+                  nullptr);
+        EXPECT_EQ(JudgeOnCitus(Facts(CitusRole::kWorker, CitusAction::kFencedCallRouted, t, true)),
+                  nullptr);
+    }
+    for (CitusTable t : {CitusTable::kPlain, CitusTable::kLocal})
+        for (CitusRole role : kRoles)
+            EXPECT_EQ(JudgeOnCitus(Facts(role, CitusAction::kFencedCallRouted, t)), nullptr);
 }
 
 // action is refused on a distributed table's shard exactly when the fact

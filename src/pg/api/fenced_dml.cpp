@@ -16,10 +16,13 @@
 #include "pg/guard/install.hpp"
 #include "pg/keys/row_key.hpp"
 #include "pg/catalog/citus_node.hpp"
+#include "pg/catalog/policy_store.hpp"
+#include "pg/base/errors.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -101,8 +104,10 @@ struct Target {
 };
 
 // The protected relation's token column, from its guard trigger (the table
-// itself, or its first leaf partition).
-void ResolveTarget(Oid relid, Target *t) {
+// itself, or its first leaf partition). The coordinator's table of a Citus
+// table (citus_routed) has no guard: its shards are protected by
+// auto-protection, which takes its one fencing_token column.
+void ResolveTarget(Oid relid, bool citus_routed, Target *t) {
     if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(relid)))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE),
                         errmsg("relation with OID %u does not exist", relid)));
@@ -117,6 +122,11 @@ void ResolveTarget(Oid relid, Target *t) {
         char *name = get_attname(linitial_oid(guarded), policy.token_attnum, false);
         t->token_attnum = get_attnum(relid, name);
         t->token_column = name;
+    }
+    char name[NAMEDATALEN];
+    if (t->token_attnum == InvalidAttrNumber && citus_routed && TokenColumns(relid, name) == 1) {
+        t->token_column = pstrdup(name);
+        t->token_attnum = get_attnum(relid, name);
     }
     if (t->token_attnum == InvalidAttrNumber)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -321,7 +331,8 @@ struct CacheKey {
     }
 };
 
-PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members &second) {
+PlanEntry *PlanFor(DmlKind kind, Oid relid, bool citus_routed, const Members &first,
+                   const Members &second) {
     if (plan_cache == nullptr) {
         HASHCTL ctl;
         ctl.keysize = kCacheKeySize;
@@ -362,7 +373,7 @@ PlanEntry *PlanFor(DmlKind kind, Oid relid, const Members &first, const Members 
     e->running = 0;
     e->valid = false;
     Target t;
-    ResolveTarget(relid, &t);
+    ResolveTarget(relid, citus_routed, &t);
     Prepare(e, kind, t, first, second);
     return e;
 }
@@ -459,31 +470,72 @@ FencedOutcome ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *val
     return outcome;
 }
 
-FencedOutcome RunFencedCall(FunctionCallInfo fcinfo, DmlKind kind) {
+// On the coordinator of a Citus table the statement goes to the shard, whose
+// guard refuses a stale token (TF001) instead of skipping the row: it does
+// not know it runs for a fenced call. Inside a subtransaction that refusal
+// becomes the single-node answer, 0 rows; Citus sends the subtransaction to
+// the workers as a savepoint, so the caller's transaction goes on. Every
+// other error is re-thrown as it came.
+uint64 ExecuteRoutedToShard(PlanEntry *e, const CallArgs &args, Datum *values, const char *nulls) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    volatile uint64 written = 0;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    PG_TRY();
+    {
+        written = ExecuteInFencedCall(e, args, values, nulls).written;
+        ReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        ErrorData *error = CopyErrorData();
+        FlushErrorState();
+        // Rolled back before any re-throw: an enclosing exception block
+        // rolls back its own subtransaction, not this one.
+        RollbackAndReleaseCurrentSubTransaction();
+        MemoryContextSwitchTo(context);
+        CurrentResourceOwner = owner;
+        if (error->sqlerrcode != ERRCODE_FENCING_STALE_TOKEN)
+            ReThrowError(error);
+        written = 0;
+    }
+    PG_END_TRY();
+    return written;
+}
+
+FencedOutcome RunFencedCall(FunctionCallInfo fcinfo, DmlKind kind, bool with_outcome) {
     CallArgs args;
     ReadCallArgs(fcinfo, kind, &args);
     // The caller's rights are checked before anything is planned; the
     // statement itself then runs as the caller, column privileges and RLS
     // included.
     RequireWritePrivilege(args.relid, kind);
-    RefuseOnCitus(CitusAction::kFencedCall, args.relid, Scope::kRow);
+    bool routed = CitusRoutesFencedCall(args.relid, !with_outcome && kind != DmlKind::kDelete);
     SPI_connect();
-    PlanEntry *e = PlanFor(kind, args.relid, args.first, args.second);
+    PlanEntry *e = PlanFor(kind, args.relid, routed, args.first, args.second);
     Datum *values;
     char *nulls;
     BindParameters(e, args, &values, &nulls);
-    FencedOutcome outcome = ExecuteInFencedCall(e, args, values, nulls);
+    FencedOutcome outcome = {0, 0, 0};
+    if (routed)
+        outcome.written = ExecuteRoutedToShard(e, args, values, nulls);
+    else
+        outcome = ExecuteInFencedCall(e, args, values, nulls);
     SPI_finish();
     return outcome;
 }
 
 Datum RunFenced(FunctionCallInfo fcinfo, DmlKind kind) {
-    PG_RETURN_INT64(static_cast<int64>(RunFencedCall(fcinfo, kind).written));
+    PG_RETURN_INT64(static_cast<int64>(RunFencedCall(fcinfo, kind, false).written));
 }
 
 // The _result siblings: (written, stale, hwm), hwm NULL when no row was stale.
 Datum RunFencedWithOutcome(FunctionCallInfo fcinfo, DmlKind kind) {
-    FencedOutcome outcome = RunFencedCall(fcinfo, kind);
+    FencedOutcome outcome = RunFencedCall(fcinfo, kind, true);
     TupleDesc desc;
     if (get_call_result_type(fcinfo, nullptr, &desc) != TYPEFUNC_COMPOSITE)
         ereport(ERROR, (errcode(ERRCODE_DATATYPE_MISMATCH),

@@ -215,6 +215,18 @@ void RefuseTombstoneWhilePublished(Oid home_relid) {
     tombstones_allowed.lxid = CurrentLocalTransactionId();
 }
 
+bool CitusRoutesFencedCall(Oid relid, bool routable) {
+    if (!CitusInstalled())
+        return false;
+    CitusFacts facts;
+    facts.role = CitusNodeRole();
+    facts.action = routable ? CitusAction::kFencedCallRouted : CitusAction::kFencedCall;
+    facts.table = CitusTableKind(relid, &facts.shard);
+    RefuseJudged(facts, relid);
+    bool spread = facts.table == CitusTable::kDistributed || facts.table == CitusTable::kReference;
+    return facts.role == CitusRole::kCoordinator && spread && !facts.shard;
+}
+
 void RefuseOnCitus(CitusAction action, Oid relid, Scope scope, bool tombstones) {
     if (!CitusInstalled())
         return;

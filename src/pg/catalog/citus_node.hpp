@@ -38,6 +38,14 @@ void RefuseJudged(const CitusFacts &facts, Oid relid);
 // transaction and relation.
 void RefuseTombstoneWhilePublished(Oid home_relid);
 
+// Whether a fenced_*() call on relid is answered by routing its statement
+// to the shard: relid is the coordinator's table of a distributed or
+// reference table. Refuses (0A000) the calls that cannot be answered there;
+// routable: the call writes its token into the row (update, upsert), which
+// the shard's guard then judges. False at the cost of one syscache lookup
+// without Citus.
+bool CitusRoutesFencedCall(Oid relid, bool routable);
+
 // For module.cpp's relcache callback (InvalidOid: everything).
 void ForgetCitusTables(Oid relid);
 
