@@ -11,6 +11,7 @@
 #include "pg/base/internal_access.hpp"
 #include "pg/guard/install.hpp"
 #include "pg/base/guc.hpp"
+#include "pg/ddl/dropped_rows.hpp"
 #include "pg/ddl/partition_removal.hpp"
 #include "pg/ddl/citus_moves.hpp"
 #include "pg/ddl/type_change.hpp"
@@ -398,6 +399,8 @@ void CarryState(Oid home, const char *attached, List *sources) {
                                         : Max(table_hwm, tomb_hwm));
     DropStoredHwms(relids);
     EndInternal(&access);
+    if (row.scope == Scope::kRow)
+        RequireNoLiveRowBelowAttachedTombstone(home, row.token_column, attached);
     ereport(NOTICE, (errmsg("fencing state of %s carried over to %s", attached, RelName(home))));
 }
 

@@ -346,6 +346,36 @@ void RequireNoRowBelowTombstone(Oid home, const char *token_column, const char *
     });
 }
 
+void RequireNoLiveRowBelowAttachedTombstone(Oid home, const char *token_column,
+                                            const char *attached) {
+    // Writers to the other partitions are kept out until the ATTACH commits
+    // (it holds the parent in a mode they pass).
+    List *leaves = find_all_inheritors(home, ShareLock, nullptr);
+    CommandCounterIncrement();  // the tombstones just merged
+    ForEachTokenLeaf(leaves, token_column, [&](Relation rel, AttrNumber token_attnum) {
+        Token offered, hwm;
+        bool has_token, floor, unkeyed;
+        if (!RowBelowTombstone(rel, home, token_attnum, &has_token, &offered, &hwm, &floor,
+                               &unkeyed, true, nullptr))
+            return;
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("cannot attach %s to fenced table %s: it has a tombstone for a key "
+                        "that has a live row there",
+                        attached, RelName(home)),
+                 errdetail("A row of %s carries %s, below the tombstone at " INT64_FORMAT
+                           " that %s brings for its key; the row would go on judging writes "
+                           "below the key's high-water mark.",
+                           RelName(RelationGetRelid(rel)),
+                           has_token ? psprintf("token " INT64_FORMAT, offered) : "no token",
+                           hwm, attached),
+                 errhint("Raise that row's token to at least " INT64_FORMAT
+                         " (an UPDATE under that token) before attaching, or remove %s's "
+                         "tombstones with fencing_reset(%s) (logged in fencing.reset_log).",
+                         hwm, attached, quote_literal_cstr(attached))));
+    });
+}
+
 bool KeepDroppedRows(Oid home, const List *going) {
     ProtectedRow policy;
     InternalSession access;

@@ -35,5 +35,10 @@ void KeepDroppedUnseenWrite(Oid home, const char *why);
 // old_table in the hint.
 void RequireNoRowBelowTombstone(Oid home, const char *token_column, const char *old_label,
                                 const char *old_table, Oid old_relid);
+// Refuses (55000) an ATTACH that brought home a tombstone for a key that has
+// a live row in home's tree below it: that row, not the tombstone, would
+// judge the key's writers.
+void RequireNoLiveRowBelowAttachedTombstone(Oid home, const char *token_column,
+                                            const char *attached);
 
 }  // namespace fencing::pg
