@@ -45,6 +45,7 @@ extern "C" {
 #if PG_VERSION_NUM < 190000
 #include "commands/dbcommands.h"  // get_database_name (19: utils/lsyscache.h)
 #endif
+#include "catalog/pg_publication.h"
 }
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 200000
@@ -358,6 +359,16 @@ inline void UnpinCatalogSearchPath(const SearchPathPin *pin) {
 #else
     (void)pin;
     PopOverrideSearchPath();
+#endif
+}
+
+// The publications that name relid itself (19 also has FOR ALL TABLES ...
+// EXCEPT, whose exclusions it lists apart).
+inline List *PublicationsNamingTable(Oid relid) {
+#if PG_VERSION_NUM >= 190000
+    return GetRelationIncludedPublications(relid);
+#else
+    return GetRelationPublications(relid);
 #endif
 }
 

@@ -191,9 +191,9 @@ void RefuseJudged(const CitusFacts &facts, Oid relid) {
 }
 
 // Whether any publication (by table, by its schema or for all tables)
-// includes relid.
+// includes relid; a FOR ALL TABLES publication that excludes it counts too.
 static bool Published(Oid relid) {
-    if (GetRelationPublications(relid) != NIL || GetAllTablesPublications() != NIL)
+    if (PublicationsNamingTable(relid) != NIL || GetAllTablesPublications() != NIL)
         return true;
     return GetSchemaPublications(get_rel_namespace(relid)) != NIL;
 }

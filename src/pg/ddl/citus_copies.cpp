@@ -61,7 +61,7 @@ WatchedOids watched = {};
 needs_fmgr_hook_type previous_needs_hook = nullptr;
 fmgr_hook_type previous_hook = nullptr;
 
-void ForgetWatched(Datum, int, uint32) {
+void ForgetWatched(Datum, SysCacheCallbackId, uint32) {
     watched.valid = false;
     ++watched.generation;
 }
