@@ -476,35 +476,28 @@ FencedOutcome ExecuteInFencedCall(PlanEntry *e, const CallArgs &args, Datum *val
 // becomes the single-node answer, 0 rows; Citus sends the subtransaction to
 // the workers as a savepoint, so the caller's transaction goes on. Every
 // other error is re-thrown as it came.
+struct RoutedCall {
+    PlanEntry *entry;
+    const CallArgs *args;
+    Datum *values;
+    const char *nulls;
+    uint64 written;
+};
+
+void ExecuteRoutedCall(void *arg) {
+    auto *call = static_cast<RoutedCall *>(arg);
+    call->written = ExecuteInFencedCall(call->entry, *call->args, call->values, call->nulls).written;
+}
+
 uint64 ExecuteRoutedToShard(PlanEntry *e, const CallArgs &args, Datum *values, const char *nulls) {
-    MemoryContext context = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
-    volatile uint64 written = 0;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(context);
-    PG_TRY();
-    {
-        written = ExecuteInFencedCall(e, args, values, nulls).written;
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(context);
-        ErrorData *error = CopyErrorData();
-        FlushErrorState();
-        // Rolled back before any re-throw: an enclosing exception block
-        // rolls back its own subtransaction, not this one.
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-        if (error->sqlerrcode != ERRCODE_FENCING_STALE_TOKEN)
-            ReThrowError(error);
-        written = 0;
-    }
-    PG_END_TRY();
-    return written;
+    RoutedCall call = {e, &args, values, nulls, 0};
+    ErrorData *error = nullptr;
+    // Rolled back before any re-throw: an enclosing exception block rolls
+    // back its own subtransaction, not this one.
+    if (!RunInSubTransaction(ExecuteRoutedCall, &call, &error) &&
+        error->sqlerrcode != ERRCODE_FENCING_STALE_TOKEN)
+        ReThrowError(error);
+    return call.written;
 }
 
 FencedOutcome RunFencedCall(FunctionCallInfo fcinfo, DmlKind kind, bool with_outcome) {

@@ -282,41 +282,35 @@ char *PolicyTableName(Oid relid) {
 // (not waited for: skipped this round), an idle whose cutoff is out of range.
 // Its work is rolled back, a WARNING names it, and the call goes on; a
 // cancel still ends the call.
+struct PolicyRun {
+    bool table;
+    Datum key;
+    Datum idle;
+    int64 limit;
+    int64 retired;
+};
+
+void RunPolicy(void *arg) {
+    auto *run = static_cast<PolicyRun *>(arg);
+    run->retired = run->table ? RetireTable(DatumGetObjectId(run->key), run->idle, run->limit, true)
+                              : RetireNamespace(TextDatumGetCString(run->key), run->idle,
+                                                run->limit, true);
+}
+
 int64 RetireOnePolicy(bool table, Datum key, Datum idle, int64 limit) {
-    MemoryContext context = CurrentMemoryContext;
-    ResourceOwner owner = CurrentResourceOwner;
-    volatile int64 retired = 0;
-    BeginInternalSubTransaction(nullptr);
-    MemoryContextSwitchTo(context);
-    PG_TRY();
-    {
-        retired = table ? RetireTable(DatumGetObjectId(key), idle, limit, true)
-                        : RetireNamespace(TextDatumGetCString(key), idle, limit, true);
-        ReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-    }
-    PG_CATCH();
-    {
-        MemoryContextSwitchTo(context);
-        ErrorData *error = CopyErrorData();
-        if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
-            PG_RE_THROW();
-        FlushErrorState();
-        RollbackAndReleaseCurrentSubTransaction();
-        MemoryContextSwitchTo(context);
-        CurrentResourceOwner = owner;
-        ereport(
-            WARNING,
+    PolicyRun run = {table, key, idle, limit, 0};
+    ErrorData *error = nullptr;
+    if (RunInSubTransaction(RunPolicy, &run, &error))
+        return run.retired;
+    if (error->sqlerrcode == ERRCODE_QUERY_CANCELED)
+        ReThrowError(error);
+    ereport(WARNING,
             (errcode(error->sqlerrcode),
              errmsg("fencing_retire_due: the retirement policy of %s was skipped: %s",
                     table ? PolicyTableName(DatumGetObjectId(key))
                           : psprintf("namespace %s", quote_literal_cstr(TextDatumGetCString(key))),
                     error->message)));
-        retired = 0;
-    }
-    PG_END_TRY();
-    return retired;
+    return 0;
 }
 
 // Every enabled automatic policy of one kind the caller may run.

@@ -10,7 +10,9 @@ extern "C" {
 #include "catalog/pg_extension.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
+#include "access/xact.h"
 #include "miscadmin.h"
+#include "utils/resowner.h"
 #include "utils/fmgroids.h"
 #include "catalog/namespace.h"
 #include "utils/inval.h"
@@ -147,6 +149,31 @@ uint64 RunInternalSql(const char *sql, int nargs, const Oid *types, const Datum 
                 (errcode(ERRCODE_INTERNAL_ERROR),
                  errmsg("fencing: internal statement failed: %s", SPI_result_code_string(rc))));
     return SPI_processed;
+}
+
+bool RunInSubTransaction(void (*work)(void *arg), void *arg, ErrorData **caught) {
+    MemoryContext context = CurrentMemoryContext;
+    ResourceOwner owner = CurrentResourceOwner;
+    volatile bool ok = true;
+    BeginInternalSubTransaction(nullptr);
+    MemoryContextSwitchTo(context);
+    PG_TRY();
+    {
+        work(arg);
+        ReleaseCurrentSubTransaction();
+    }
+    PG_CATCH();
+    {
+        MemoryContextSwitchTo(context);
+        *caught = CopyErrorData();
+        FlushErrorState();
+        RollbackAndReleaseCurrentSubTransaction();
+        ok = false;
+    }
+    PG_END_TRY();
+    MemoryContextSwitchTo(context);
+    CurrentResourceOwner = owner;
+    return ok;
 }
 
 }  // namespace fencing::pg

@@ -75,4 +75,11 @@ uint64 RunInternalStatement(InternalStatement *stmt, const Datum *values, const 
 uint64 RunInternalSql(const char *sql, int nargs, const Oid *types, const Datum *values,
                       const char *nulls, bool read_only);
 
+// Runs work(arg) in an internal subtransaction (the PL/pgSQL exception-block
+// pattern): released on success and true; on an error rolled back, the
+// caller's memory context and resource owner restored, and false with the
+// error copied into *caught (the error state flushed: the caller re-throws
+// it with ReThrowError or reports it).
+bool RunInSubTransaction(void (*work)(void *arg), void *arg, ErrorData **caught);
+
 }  // namespace fencing::pg
